@@ -1,0 +1,87 @@
+// Experiment configuration: JSON file → validated, typed struct.
+// One schema table (src/config/config.cpp) lists every key with its type, default, range and
+// help; it drives validation, --set overrides, the effective-config dump and `--help` text.
+// All errors throw zt::Error naming the key (with the nearest valid key for unknown ones), the
+// file, and what was expected.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace zt::config {
+
+struct DataConfig {
+  std::string dataset = "mnist";       // mnist | fashion_mnist
+  std::string root = "data/mnist-subset";  // relative paths resolve against the config file's dir, then cwd
+  std::int64_t train_limit = 0;        // 0 = all
+  std::int64_t test_limit = 0;         // 0 = all
+};
+struct ModelConfig {
+  std::string arch = "lenet5";         // lenet5
+  std::string precision = "fp32";      // fp32
+};
+struct MethodConfig {
+  std::string name = "elastic_zo";     // full_bp | full_zo | elastic_zo
+  std::string partition = "zo-feat-cls1";  // integer C as text, or zo-feat-cls1 | zo-feat-cls2
+  std::string bp_activations = "minus";  // minus (θ−εz pass) | average (both passes)
+};
+struct DecayConfig {
+  double factor = 0.8;
+  std::int64_t every_epochs = 10;      // 0 = never
+};
+struct OptimizerConfig {
+  std::string name = "sgd";            // sgd | adam (the backprop part)
+  double lr = 0.0;                     // ZO part (and BP part unless bp_lr set); 0 = method default
+  double bp_lr = -1.0;                 // < 0 = same as lr
+  DecayConfig decay;
+};
+struct ZoConfig {
+  double eps = 1e-3;
+  double grad_clip = 100.0;
+};
+struct TrainConfig {
+  std::int64_t epochs = 5;
+  std::int64_t batch_size = 32;
+  std::int64_t threads = 0;            // 0 = all cores
+  std::int64_t max_steps = 0;          // 0 = no limit (stop after this many steps in total)
+  std::int64_t eval_every = 1;         // evaluate on the test set every N epochs (and at the end)
+};
+struct OutputConfig {
+  std::string dir = "";                // empty = runs/<name>
+  std::int64_t checkpoint_every = 1;   // epochs; 0 = only at the end
+};
+
+struct ExperimentConfig {
+  std::string name = "experiment";
+  std::uint64_t seed = 1;
+  DataConfig data;
+  ModelConfig model;
+  MethodConfig method;
+  OptimizerConfig optimizer;
+  ZoConfig zo;
+  TrainConfig train;
+  OutputConfig output;
+  std::string source_dir = ".";        // directory of the config file (not a key)
+};
+
+// Reads `path` (may be empty: defaults only), applies `overrides` ("dotted.key=value"; the value
+// is parsed as JSON when it parses, else taken as a string), validates, returns the struct.
+ExperimentConfig load_config(const std::string& path, const std::vector<std::string>& overrides);
+
+// Parses a JSON document text (for tests) the same way; `origin` names it in errors.
+ExperimentConfig parse_config(const std::string& json_text, const std::string& origin,
+                              const std::vector<std::string>& overrides);
+
+// The effective config as pretty JSON text (every key, defaults included).
+std::string to_json_text(const ExperimentConfig& cfg);
+
+// One line per key: "  key (type, default X): help" — for `zotrain --help`.
+std::string keys_help();
+
+// Resolves method.partition against L parametric layers: a number in [0, L] or a named setting
+// (zo-feat-cls1 = L−2, zo-feat-cls2 = L−1). full_bp forces 0 and full_zo forces L; elastic_zo
+// needs 0 < C < L. Throws zt::Error naming `method.partition`.
+int resolve_partition(const MethodConfig& m, int num_layers);
+
+}  // namespace zt::config

@@ -1,0 +1,39 @@
+// Counter-based random numbers. Element i of stream `stream` under key `seed` is a pure function
+// of (seed, stream, i): regeneration is exact, any range can be produced independently (threads,
+// SIMD lanes), and results do not depend on thread count, ISA or architecture.
+//
+// Also a tiny sequential generator (SplitMix64) for non-hot uses: shuffling, seeds per step,
+// initialisation. Never std::*_distribution (their output differs between standard libraries).
+#pragma once
+
+#include <cstdint>
+
+namespace zt {
+
+// 64-bit finaliser of SplitMix64: a bijective, well-mixed hash.
+inline std::uint64_t mix64(std::uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+class SplitMix64 {
+ public:
+  explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next() { return mix64(state_ += 0x9e3779b97f4a7c15ULL); }
+  // Uniform in [0, 1) with 24 bits of resolution (exact in float).
+  float uniform() { return static_cast<float>(next() >> 40) * (1.0f / 16777216.0f); }
+  // Uniform integer in [0, n), n > 0 (Lemire's multiply-shift; bias < 2^-32 for small n).
+  std::uint64_t below(std::uint64_t n) {
+    return static_cast<std::uint64_t>((static_cast<unsigned __int128>(next() >> 32) * n) >> 32);
+  }
+  std::uint64_t state() const { return state_; }
+
+ private:
+  std::uint64_t state_;
+};
+
+}  // namespace zt

@@ -1,0 +1,27 @@
+// FP32 max-pool 2x2 stride 2, NCHW, H and W even... or odd (the last row/column is dropped, as
+// PyTorch's floor mode does). forward: y[B,C,H/2,W/2] = max of each window.
+// backward: dx[B,C,H,W] = 0 except dx[first maximum of each window, row-major] = dy; the
+// maximum is recomputed from x (no index buffer). NaN: a NaN input never wins (comparison
+// `v > best`), so a window of NaNs yields its first element.
+#pragma once
+
+#include "zotrain/kernels/isa.hpp"
+
+namespace zt::kernels {
+
+using MaxPoolForwardF32Fn = void (*)(int planes, int h, int w, const float* x, float* y);
+using MaxPoolBackwardF32Fn = void (*)(int planes, int h, int w, const float* x,
+                                      const float* dy, float* dx);
+
+// planes = B·C; x is [planes, h, w], y and dy are [planes, h/2, w/2], dx is [planes, h, w].
+void maxpool2x2_forward_f32_ref(int planes, int h, int w, const float* x, float* y);
+void maxpool2x2_backward_f32_ref(int planes, int h, int w, const float* x, const float* dy,
+                                 float* dx);
+void maxpool2x2_forward_f32_portable(int planes, int h, int w, const float* x, float* y);
+void maxpool2x2_backward_f32_portable(int planes, int h, int w, const float* x, const float* dy,
+                                      float* dx);
+
+MaxPoolForwardF32Fn select_maxpool2x2_forward_f32(Isa isa);
+MaxPoolBackwardF32Fn select_maxpool2x2_backward_f32(Isa isa);
+
+}  // namespace zt::kernels
