@@ -1,0 +1,58 @@
+// Layer interface (FP32). Layers own their shapes and call kernels; kernels are chosen once, at
+// construction, for a given Isa. Parameters live in the model's contiguous storage: a layer only
+// holds ParamTensor views, which the model binds.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "zotrain/core/rng.hpp"
+#include "zotrain/core/shape.hpp"
+
+namespace zt::nn {
+
+struct ParamTensor {
+  std::string name;         // "conv1.weight"
+  std::vector<int> shape;   // e.g. {6, 1, 5, 5}
+  float* data = nullptr;    // bound by the model
+  float* grad = nullptr;    // bound by a trainer for backprop layers; null = no gradient
+  std::size_t size() const {
+    std::size_t n = 1;
+    for (int d : shape) n *= static_cast<std::size_t>(d);
+    return n;
+  }
+};
+
+class Layer {
+ public:
+  explicit Layer(std::string name) : name_(std::move(name)) {}
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  const std::string& name() const { return name_; }
+  virtual const char* kind() const = 0;
+  // Per-sample output shape for a per-sample input shape; throws zt::Error on a mismatch.
+  virtual Shape infer(const Shape& in) = 0;
+  virtual std::vector<ParamTensor*> params() { return {}; }
+  bool parametric() const { return !const_cast<Layer*>(this)->params().empty(); }
+  // True for conv/linear (their int32 output counts in the int8 accounting).
+  virtual bool is_matmul() const { return false; }
+  // PyTorch-default initialisation of this layer's parameters.
+  virtual void init(SplitMix64& /*rng*/) {}
+  // Multiply–accumulates of one forward pass, per sample.
+  virtual std::size_t forward_macs() const { return 0; }
+  virtual std::size_t scratch_floats(int /*batch*/) const { return 0; }
+
+  // x [B, in...], y [B, out...].
+  virtual void forward(int batch, const float* x, float* y, float* scratch) = 0;
+  // Accumulates parameter gradients into ParamTensor::grad (when bound); writes dx unless null.
+  virtual void backward(int batch, const float* x, const float* y, const float* dy, float* dx,
+                        float* scratch) = 0;
+
+ private:
+  std::string name_;
+};
+
+}  // namespace zt::nn

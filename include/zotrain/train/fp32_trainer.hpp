@@ -1,0 +1,99 @@
+// FP32 training of a Model by Full BP (C = 0), Full ZO (C = L) or ElasticZO (0 < C < L).
+// The trainer plans its buffers once (an Arena) and binds them; step() allocates nothing.
+//
+// ZO step (SPEC section 4, Algorithm 1): θ_{1..C} are one contiguous range of the model's
+// storage, perturbed in place by z(step_seed, stream 0, element index) — never stored, regenerated
+// three times: +ε, −2ε, then the merged restore+update (ε − η·g). g = (ℓ+ − ℓ−)/2ε clipped.
+// The backprop segment (θ_{C+1..L}) then backprops from the activations of the θ−εz pass
+// ("minus"), or averages both passes' gradients ("average", one more set of activations).
+//
+// Buffers: layers before the backprop segment write into two ping-pong buffers (a ZO forward
+// is inference); the segment's input and every output from there on are kept for backprop.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "zotrain/core/arena.hpp"
+#include "zotrain/kernels/perturb.hpp"
+#include "zotrain/nn/model.hpp"
+#include "zotrain/telemetry/phases.hpp"
+#include "zotrain/train/optimizer.hpp"
+
+namespace zt::train {
+
+enum class BpActivations { kMinus, kAverage };
+
+struct Fp32TrainerOptions {
+  int partition = 0;   // C in [0, L]
+  int batch_size = 32;
+  float eps = 1e-3f;
+  float grad_clip = 100.0f;
+  OptimizerKind optimizer = OptimizerKind::kSgd;
+  BpActivations bp_activations = BpActivations::kMinus;
+  kernels::Isa isa = kernels::best_isa();  // for the perturbation kernel
+};
+
+struct StepStats {
+  double loss = 0;       // mean loss of the batch (ZO: (ℓ+ + ℓ−)/2)
+  int correct = 0;       // argmax hits on the last forward pass
+  double g = 0;          // projected gradient after clipping (0 for Full BP)
+  bool clipped = false;
+};
+
+struct EvalStats {
+  double loss_sum = 0;  // Σ over samples of the loss
+  int correct = 0;
+};
+
+class Fp32Trainer {
+ public:
+  Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options);
+
+  // x [n, input...] (n ≤ batch_size), labels [n]. lr_zo for θ_{1..C}, lr_bp for the rest.
+  StepStats step(const float* x, const std::uint8_t* labels, int n, std::uint64_t step_seed,
+                 float lr_zo, float lr_bp, telemetry::PhaseTimes& times);
+  EvalStats evaluate(const float* x, const std::uint8_t* labels, int n);
+  // Loss only (for gradient checks): forward pass at the current parameters.
+  double loss(const float* x, const std::uint8_t* labels, int n);
+
+  const Fp32TrainerOptions& options() const { return opt_; }
+  std::size_t zo_params() const { return zo_params_; }
+  std::size_t bp_params() const { return bp_params_; }
+  // Bytes this trainer allocated for training (arena: activations, errors, gradients, scratch,
+  // optimizer state) plus the model's parameters.
+  std::size_t planned_bytes() const;
+  const Arena& arena() const { return arena_; }
+
+  // Optimizer state (Adam m and v for the BP parameters; empty for SGD) and its step count.
+  float* adam_m() { return adam_m_; }
+  float* adam_v() { return adam_v_; }
+  std::int64_t adam_t() const { return adam_t_; }
+  void set_adam_t(std::int64_t t) { adam_t_ = t; }
+
+ private:
+  const float* forward(const float* x, int n, int set);  // returns the logits
+  void backward(int n, int set, const float* dlogits);
+  const float* layer_input(const float* x, int i, int set) const;
+  float* layer_output(int i, int set) const;
+
+  nn::Model& model_;
+  Fp32TrainerOptions opt_;
+  int seg_ = 0, keep_from_ = 0;
+  std::size_t zo_params_ = 0, bp_params_ = 0;
+  float* bp_theta_ = nullptr;  // first BP parameter in the model's storage
+  Arena arena_;
+  std::vector<int> h_kept_[2];  // per layer, handle of its kept output (−1 if ping-pong)
+  int h_pingpong_[2] = {-1, -1}, h_err_[2] = {-1, -1}, h_scratch_ = -1, h_dlogits_[2] = {-1, -1};
+  int h_grad_ = -1, h_adam_m_ = -1, h_adam_v_ = -1;
+  float *grad_ = nullptr, *adam_m_ = nullptr, *adam_v_ = nullptr, *scratch_ = nullptr;
+  std::int64_t adam_t_ = 0;
+  int sets_ = 1;
+  const float* input_ = nullptr;  // the batch of the last forward pass (layer 0's input)
+  kernels::PerturbGaussianF32Fn perturb_;
+};
+
+}  // namespace zt::train

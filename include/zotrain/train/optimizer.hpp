@@ -1,0 +1,20 @@
+// Optimisers for the backprop part: plain SGD (no momentum, no weight decay, as the paper) and
+// Adam (β = (0.9, 0.999), ε = 1e-8, bias-corrected). State lives in caller-planned buffers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace zt::train {
+
+enum class OptimizerKind { kSgd, kAdam };
+
+// θ[n], g[n]; for Adam m[n], v[n] (zero-initialised) and the 1-based step count t.
+void sgd_update(std::size_t n, float* theta, const float* grad, float lr);
+void adam_update(std::size_t n, float* theta, const float* grad, float* m, float* v,
+                 std::int64_t t, float lr);
+
+// The learning rate of an epoch under step decay: lr · factor^floor(epoch / every).
+double decayed_lr(double lr, double factor, std::int64_t every_epochs, std::int64_t epoch);
+
+}  // namespace zt::train

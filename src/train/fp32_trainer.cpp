@@ -1,0 +1,208 @@
+#include "zotrain/train/fp32_trainer.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "zotrain/core/error.hpp"
+#include "zotrain/kernels/softmax_xent.hpp"
+
+namespace zt::train {
+
+using telemetry::Phase;
+using telemetry::ScopedPhase;
+
+Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
+    : model_(model), opt_(options), perturb_(kernels::select_perturb_gaussian_f32(options.isa)) {
+  const int L = model_.num_parametric();
+  ZT_CHECK(opt_.partition >= 0 && opt_.partition <= L);
+  ZT_CHECK(opt_.batch_size >= 1);
+  const int n = model_.size();
+  const std::size_t B = static_cast<std::size_t>(opt_.batch_size);
+  seg_ = model_.bp_segment_start(opt_.partition);
+  // Outputs from keep_from_ on get their own buffer: the segment's input (output seg−1) and
+  // everything after it, and always the logits.
+  keep_from_ = std::min(std::max(seg_ - 1, 0), n - 1);
+  zo_params_ = model_.num_params_of_range(0, opt_.partition);
+  bp_params_ = model_.num_params() - zo_params_;
+  bp_theta_ = model_.param_data() + zo_params_;
+  const bool zo = opt_.partition > 0;
+  const bool bp = opt_.partition < L;
+  sets_ = (zo && bp && opt_.bp_activations == BpActivations::kAverage) ? 2 : 1;
+
+  std::size_t pp_floats = 0, err_floats = 0, scratch_floats = 0;
+  for (int i = 0; i < n; ++i) {
+    if (i < keep_from_) pp_floats = std::max(pp_floats, model_.output_floats(i) * B);
+    if (i >= seg_) err_floats = std::max(err_floats, model_.output_floats(i) * B);
+    scratch_floats = std::max(scratch_floats, model_.layer(i).scratch_floats(opt_.batch_size));
+  }
+  if (seg_ > 0 && seg_ < n) err_floats = std::max(err_floats, model_.output_floats(seg_ - 1) * B);
+  for (int s = 0; s < sets_; ++s) {
+    h_kept_[s].assign(static_cast<std::size_t>(n), -1);
+    for (int i = keep_from_; i < n; ++i)
+      h_kept_[s][static_cast<std::size_t>(i)] = arena_.reserve(
+          "activation." + model_.layer(i).name() + (s ? ".plus" : ""), model_.output_floats(i) * B);
+  }
+  if (pp_floats > 0)
+    for (int k = 0; k < 2; ++k) h_pingpong_[k] = arena_.reserve("activation.pingpong", pp_floats);
+  if (bp) {
+    for (int k = 0; k < 2; ++k) h_err_[k] = arena_.reserve("error.pingpong", err_floats);
+    h_grad_ = arena_.reserve("grad", bp_params_);
+    if (opt_.optimizer == OptimizerKind::kAdam) {
+      h_adam_m_ = arena_.reserve("adam.m", bp_params_);
+      h_adam_v_ = arena_.reserve("adam.v", bp_params_);
+    }
+  }
+  const std::size_t classes = static_cast<std::size_t>(model_.num_classes());
+  h_dlogits_[0] = arena_.reserve("dlogits", classes * B);
+  if (sets_ == 2) h_dlogits_[1] = arena_.reserve("dlogits.plus", classes * B);
+  if (scratch_floats > 0) h_scratch_ = arena_.reserve("scratch", scratch_floats);
+  arena_.allocate();
+
+  scratch_ = h_scratch_ >= 0 ? arena_.get(h_scratch_) : nullptr;
+  if (bp) {
+    grad_ = arena_.get(h_grad_);
+    float* g = grad_;
+    for (nn::ParamTensor* p : model_.params_of_range(opt_.partition, L)) {
+      p->grad = g;
+      g += p->size();
+    }
+    if (h_adam_m_ >= 0) {
+      adam_m_ = arena_.get(h_adam_m_);
+      adam_v_ = arena_.get(h_adam_v_);
+    }
+  }
+  for (nn::ParamTensor* p : model_.params_of_range(0, opt_.partition)) p->grad = nullptr;
+}
+
+std::size_t Fp32Trainer::planned_bytes() const {
+  return arena_.planned_bytes() + model_.num_params() * sizeof(float);
+}
+
+float* Fp32Trainer::layer_output(int i, int set) const {
+  if (i >= keep_from_) return arena_.get(h_kept_[set][static_cast<std::size_t>(i)]);
+  return arena_.get(h_pingpong_[i % 2]);
+}
+
+const float* Fp32Trainer::layer_input(const float* x, int i, int set) const {
+  return i == 0 ? x : layer_output(i - 1, set);
+}
+
+const float* Fp32Trainer::forward(const float* x, int n, int set) {
+  ZT_CHECK(n >= 1 && n <= opt_.batch_size);
+  input_ = x;
+  for (int i = 0; i < model_.size(); ++i)
+    model_.layer(i).forward(n, layer_input(x, i, set), layer_output(i, set), scratch_);
+  return layer_output(model_.size() - 1, set);
+}
+
+void Fp32Trainer::backward(int n, int set, const float* dlogits) {
+  // Walk the segment from the logits down to its first layer; errors ping-pong.
+  const float* dy = dlogits;
+  int cur = 0;
+  for (int i = model_.size() - 1; i >= seg_; --i) {
+    float* dx = (i > seg_) ? arena_.get(h_err_[cur]) : nullptr;
+    nn::Layer& l = model_.layer(i);
+    l.backward(n, layer_input(input_, i, set), layer_output(i, set), dy, dx, scratch_);
+    dy = dx;
+    cur ^= 1;
+  }
+}
+
+StepStats Fp32Trainer::step(const float* x, const std::uint8_t* labels, int n,
+                            std::uint64_t step_seed, float lr_zo, float lr_bp,
+                            telemetry::PhaseTimes& times) {
+  StepStats st;
+  const int L = model_.num_parametric();
+  const bool zo = opt_.partition > 0, bp = opt_.partition < L;
+  const int classes = model_.num_classes();
+  float* theta = model_.param_data();
+  float* dlogits = arena_.get(h_dlogits_[0]);
+  if (bp) std::memset(grad_, 0, bp_params_ * sizeof(float));
+
+  if (!zo) {
+    const float* logits;
+    {
+      ScopedPhase t(times, Phase::kForward);
+      logits = forward(x, n, 0);
+    }
+    {
+      ScopedPhase t(times, Phase::kLoss);
+      st.loss = kernels::softmax_xent_f32(n, classes, logits, labels, dlogits, &st.correct);
+    }
+  } else {
+    const float eps = opt_.eps;
+    const int set_plus = sets_ == 2 ? 1 : 0;
+    float* dlogits_plus = sets_ == 2 ? arena_.get(h_dlogits_[1]) : nullptr;
+    {
+      ScopedPhase t(times, Phase::kZoPerturb);
+      perturb_(theta, zo_params_, step_seed, 0, 0, eps);
+    }
+    const float* logits;
+    {
+      ScopedPhase t(times, Phase::kForward);
+      logits = forward(x, n, set_plus);
+    }
+    double loss_plus;
+    {
+      ScopedPhase t(times, Phase::kLoss);
+      loss_plus = kernels::softmax_xent_f32(n, classes, logits, labels, dlogits_plus, nullptr);
+    }
+    {
+      ScopedPhase t(times, Phase::kZoPerturb);
+      perturb_(theta, zo_params_, step_seed, 0, 0, -2.0f * eps);
+    }
+    {
+      ScopedPhase t(times, Phase::kForward);
+      logits = forward(x, n, 0);
+    }
+    double loss_minus;
+    {
+      ScopedPhase t(times, Phase::kLoss);
+      loss_minus = kernels::softmax_xent_f32(n, classes, logits, labels, bp ? dlogits : nullptr,
+                                             &st.correct);
+      double g = (loss_plus - loss_minus) / (2.0 * eps);
+      const double clip = opt_.grad_clip;
+      st.clipped = g > clip || g < -clip;
+      st.g = std::clamp(g, -clip, clip);
+      st.loss = 0.5 * (loss_plus + loss_minus);
+    }
+    {
+      ScopedPhase t(times, Phase::kZoUpdate);
+      perturb_(theta, zo_params_, step_seed, 0, 0, eps - lr_zo * static_cast<float>(st.g));
+    }
+    if (bp && sets_ == 2) {
+      // Average of both passes' gradients: halve both error signals and accumulate.
+      ScopedPhase t(times, Phase::kBackward);
+      const std::size_t m = static_cast<std::size_t>(n) * static_cast<std::size_t>(classes);
+      for (std::size_t i = 0; i < m; ++i) {
+        dlogits_plus[i] *= 0.5f;
+        dlogits[i] *= 0.5f;
+      }
+      backward(n, 1, dlogits_plus);
+    }
+  }
+  if (bp) {
+    ScopedPhase t(times, Phase::kBackward);
+    backward(n, 0, dlogits);
+    if (opt_.optimizer == OptimizerKind::kAdam)
+      adam_update(bp_params_, bp_theta_, grad_, adam_m_, adam_v_, ++adam_t_, lr_bp);
+    else
+      sgd_update(bp_params_, bp_theta_, grad_, lr_bp);
+  }
+  return st;
+}
+
+EvalStats Fp32Trainer::evaluate(const float* x, const std::uint8_t* labels, int n) {
+  EvalStats e;
+  const float* logits = forward(x, n, 0);
+  e.loss_sum = n * static_cast<double>(kernels::softmax_xent_f32(n, model_.num_classes(), logits,
+                                                                  labels, nullptr, &e.correct));
+  return e;
+}
+
+double Fp32Trainer::loss(const float* x, const std::uint8_t* labels, int n) {
+  const float* logits = forward(x, n, 0);
+  return kernels::softmax_xent_f32(n, model_.num_classes(), logits, labels, nullptr, nullptr);
+}
+
+}  // namespace zt::train
