@@ -1,7 +1,8 @@
 // IDX files (MNIST / Fashion-MNIST), plain or gzip (detected by content, not by name).
 // Validates magic number (0x00000803 images, 0x00000801 labels), dimensions, item counts,
 // exact file size, and that images and labels agree in count and labels are < 10.
-// Every failure throws zt::Error naming the file and what was wrong.
+// Every failure throws zt::Error naming the file and what was wrong. Files (and gzip output)
+// larger than 1 GiB, or images larger than 4096 per side, are rejected as not MNIST-like.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +26,8 @@ ImageSet load_idx_pair(const std::string& images_path, const std::string& labels
 
 // A dataset directory holds train-images-idx3-ubyte, train-labels-idx1-ubyte,
 // t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte, each optionally with ".gz".
-// Returns the path that exists (plain preferred), or throws naming the directory and file.
+// Returns the path that exists (plain preferred; symlinks followed), or throws naming the
+// directory and file.
 std::string find_idx_file(const std::string& root, const std::string& stem);
 
 struct ImageDataset {

@@ -1,0 +1,226 @@
+#include "zotrain/data/idx.hpp"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <memory>
+
+#include "zotrain/core/error.hpp"
+
+namespace zt::data {
+namespace {
+
+constexpr std::uint32_t kImagesMagic = 0x00000803;  // unsigned byte, 3 dimensions
+constexpr std::uint32_t kLabelsMagic = 0x00000801;  // unsigned byte, 1 dimension
+constexpr std::size_t kImagesHeader = 16;
+constexpr std::size_t kLabelsHeader = 8;
+constexpr int kNumClasses = 10;
+// Guards against absurd sizes (a corrupt header, or a gzip bomb): full MNIST images are 47 MB.
+constexpr std::uint64_t kMaxBytes = std::uint64_t{1} << 30;
+constexpr std::uint32_t kMaxSide = 4096;
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw Error(path + ": " + what);
+}
+
+std::string hex32(std::uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", v);
+  return buf;
+}
+
+std::uint32_t be32(const std::uint8_t* p) {
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
+         std::uint32_t{p[3]};
+}
+
+std::vector<std::uint8_t> read_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory, expected an IDX file");
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!f) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  std::vector<std::uint8_t> bytes;
+  std::uint8_t buf[1 << 16];
+  for (;;) {
+    const std::size_t n = std::fread(buf, 1, sizeof buf, f.get());
+    if (n > 0) {
+      if (bytes.size() + n > kMaxBytes) {
+        fail(path, "larger than " + std::to_string(kMaxBytes >> 20) + " MiB, not an MNIST-like file");
+      }
+      bytes.insert(bytes.end(), buf, buf + n);
+    }
+    if (n < sizeof buf) break;
+  }
+  if (std::ferror(f.get())) fail(path, std::string("read error: ") + std::strerror(errno));
+  return bytes;
+}
+
+// Inflates one or more concatenated gzip members.
+std::vector<std::uint8_t> gunzip(const std::vector<std::uint8_t>& in, const std::string& path) {
+  z_stream zs{};
+  if (inflateInit2(&zs, 15 + 16) != Z_OK) fail(path, "zlib inflateInit2 failed");
+  std::unique_ptr<z_stream, int (*)(z_stream*)> guard(&zs, &inflateEnd);
+  zs.next_in = const_cast<Bytef*>(in.data());
+  zs.avail_in = static_cast<uInt>(in.size());  // in.size() <= kMaxBytes < 4 GiB
+  std::vector<std::uint8_t> out;
+  std::uint8_t buf[1 << 16];
+  for (;;) {
+    zs.next_out = buf;
+    zs.avail_out = sizeof buf;
+    const int rc = inflate(&zs, Z_NO_FLUSH);
+    const std::size_t produced = sizeof buf - zs.avail_out;
+    if (out.size() + produced > kMaxBytes) {
+      fail(path, "gzip data inflates to more than " + std::to_string(kMaxBytes >> 20) +
+                     " MiB, not an MNIST-like file");
+    }
+    out.insert(out.end(), buf, buf + produced);
+    if (rc == Z_STREAM_END) {
+      // Another member may follow (as `cat a.gz b.gz` makes); anything else is garbage.
+      if (zs.avail_in == 0) break;
+      if (zs.avail_in >= 2 && zs.next_in[0] == 0x1f && zs.next_in[1] == 0x8b) {
+        inflateReset(&zs);
+        continue;
+      }
+      fail(path, std::to_string(zs.avail_in) + " bytes of trailing garbage after the gzip data");
+    }
+    if (rc == Z_OK) continue;
+    if (rc == Z_BUF_ERROR && zs.avail_in == 0) {
+      fail(path, "truncated gzip data (stream ends after " + std::to_string(out.size()) +
+                     " decompressed bytes)");
+    }
+    fail(path, std::string("corrupt gzip data (zlib: ") + (zs.msg ? zs.msg : zError(rc)) + ")");
+  }
+  return out;
+}
+
+void check_magic(const std::string& path, const std::vector<std::uint8_t>& b,
+                 std::uint32_t expect, std::size_t header, const char* kind) {
+  // The magic first (when there is one): a wrong or swapped file is the likelier mistake.
+  if (b.size() >= 4 && be32(b.data()) != expect) {
+    fail(path, "bad magic number " + hex32(be32(b.data())) + ", expected " + hex32(expect) +
+                   " (IDX " + kind + ")");
+  }
+  if (b.size() < header) {
+    fail(path, "file too short (" + std::to_string(b.size()) + " bytes), expected an IDX " +
+                   kind + " header of " + std::to_string(header) + " bytes");
+  }
+}
+
+// Exact size check: too little data is "truncated", too much is an inconsistent header.
+void check_size(const std::string& path, std::uint64_t have, std::uint64_t want,
+                const std::string& header_says) {
+  if (have == want) return;
+  fail(path, std::string(have < want ? "truncated: " : "size mismatch: ") + "header says " +
+                 header_says + " (" + std::to_string(want) + " bytes with header) but the " +
+                 "data holds " + std::to_string(have) + " bytes");
+}
+
+struct Images {
+  int count = 0, rows = 0, cols = 0;
+  std::vector<std::uint8_t> bytes;  // whole file; pixels start at kImagesHeader
+};
+
+Images parse_images(const std::string& path) {
+  Images im;
+  im.bytes = read_maybe_gzip(path);
+  const auto& b = im.bytes;
+  check_magic(path, b, kImagesMagic, kImagesHeader, "images");
+  const std::uint32_t count = be32(b.data() + 4), rows = be32(b.data() + 8),
+                      cols = be32(b.data() + 12);
+  if (rows == 0 || cols == 0 || rows > kMaxSide || cols > kMaxSide) {
+    fail(path, "bad image size " + std::to_string(rows) + "x" + std::to_string(cols) +
+                   ", expected 1.." + std::to_string(kMaxSide) + " per side");
+  }
+  if (count > static_cast<std::uint32_t>(std::numeric_limits<int>::max())) {
+    fail(path, "absurd image count " + std::to_string(count));
+  }
+  const std::uint64_t want = kImagesHeader + std::uint64_t{count} * rows * cols;
+  check_size(path, b.size(), want,
+             std::to_string(count) + " images of " + std::to_string(rows) + "x" +
+                 std::to_string(cols));
+  im.count = static_cast<int>(count);
+  im.rows = static_cast<int>(rows);
+  im.cols = static_cast<int>(cols);
+  return im;
+}
+
+std::vector<std::uint8_t> parse_labels(const std::string& path) {
+  std::vector<std::uint8_t> b = read_maybe_gzip(path);
+  check_magic(path, b, kLabelsMagic, kLabelsHeader, "labels");
+  const std::uint32_t count = be32(b.data() + 4);
+  check_size(path, b.size(), kLabelsHeader + std::uint64_t{count},
+             std::to_string(count) + " labels");
+  for (std::size_t i = kLabelsHeader; i < b.size(); ++i) {
+    if (b[i] >= kNumClasses) {
+      fail(path, "label " + std::to_string(b[i]) + " at index " +
+                     std::to_string(i - kLabelsHeader) + " is out of range, expected 0.." +
+                     std::to_string(kNumClasses - 1));
+    }
+  }
+  b.erase(b.begin(), b.begin() + kLabelsHeader);
+  return b;
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> read_maybe_gzip(const std::string& path) {
+  std::vector<std::uint8_t> bytes = read_file(path);
+  if (bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) return gunzip(bytes, path);
+  return bytes;
+}
+
+ImageSet load_idx_pair(const std::string& images_path, const std::string& labels_path,
+                       int limit) {
+  ZT_CHECK(limit >= 0);
+  Images im = parse_images(images_path);
+  std::vector<std::uint8_t> labels = parse_labels(labels_path);
+  if (labels.size() != static_cast<std::size_t>(im.count)) {
+    throw Error(images_path + ": holds " + std::to_string(im.count) + " images but " +
+                labels_path + " holds " + std::to_string(labels.size()) +
+                " labels, expected the same count");
+  }
+  ImageSet set;
+  set.count = (limit > 0 && limit < im.count) ? limit : im.count;
+  set.rows = im.rows;
+  set.cols = im.cols;
+  const std::size_t n_pix = static_cast<std::size_t>(set.count) * set.rows * set.cols;
+  set.pixels.assign(im.bytes.begin() + kImagesHeader, im.bytes.begin() + kImagesHeader + n_pix);
+  labels.resize(set.count);
+  set.labels = std::move(labels);
+  return set;
+}
+
+std::string find_idx_file(const std::string& root, const std::string& stem) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) {
+    throw Error(root + ": data directory not found (expected " + stem + "[.gz] in it; " +
+                "scripts/get-data.sh installs the full data sets)");
+  }
+  for (const char* ext : {"", ".gz"}) {
+    const fs::path p = fs::path(root) / (stem + ext);
+    if (fs::is_regular_file(p, ec)) return p.string();  // follows symlinks
+  }
+  throw Error((fs::path(root) / stem).string() + ": not found (neither " + stem + " nor " + stem +
+              ".gz exists in " + root + ")");
+}
+
+ImageDataset load_image_dataset(const std::string& root, int train_limit, int test_limit) {
+  ImageDataset ds;
+  ds.train = load_idx_pair(find_idx_file(root, "train-images-idx3-ubyte"),
+                           find_idx_file(root, "train-labels-idx1-ubyte"), train_limit);
+  const std::string test_images = find_idx_file(root, "t10k-images-idx3-ubyte");
+  ds.test = load_idx_pair(test_images, find_idx_file(root, "t10k-labels-idx1-ubyte"), test_limit);
+  if (ds.test.rows != ds.train.rows || ds.test.cols != ds.train.cols) {
+    throw Error(test_images + ": images are " + std::to_string(ds.test.rows) + "x" +
+                std::to_string(ds.test.cols) + " but the training images are " +
+                std::to_string(ds.train.rows) + "x" + std::to_string(ds.train.cols));
+  }
+  return ds;
+}
+
+}  // namespace zt::data
