@@ -1,2 +1,101 @@
-// Placeholder until the CLI lands.
-int main() { return 0; }
+// The zotrain binary: CLI11 parsing, config merge, run, exit codes
+// (0 done, 1 internal failure, 2 bad input, 130 interrupted with a checkpoint saved).
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "zotrain/config/config.hpp"
+#include "zotrain/core/error.hpp"
+#include "zotrain/kernels/isa.hpp"
+#include "zotrain/train/experiment.hpp"
+#include "zotrain/train/method.hpp"
+
+namespace {
+
+std::string methods_help() {
+  std::string s =
+      "Methods (method.name). C = method.partition counts parametric layers: theta_1..theta_C are\n"
+      "trained by zeroth-order SPSA (two forward passes, seed-regenerated Gaussian perturbation),\n"
+      "theta_C+1..theta_L by backprop. LeNet-5 has L = 5; named settings: zo-feat-cls1 = L-2,\n"
+      "zo-feat-cls2 = L-1.\n";
+  for (const auto& m : zt::train::methods()) s += std::string("  ") + m.name + "\n      " + m.summary + "\n";
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"zotrain " ZT_VERSION
+               " - train small neural networks on ARM boards with ElasticZO (zeroth-order + "
+               "backprop), Full ZO or Full BP.",
+               "zotrain"};
+  app.footer("\n" + methods_help() + "\nConfig keys (set in the JSON file or with --set KEY=VALUE):\n" +
+             zt::config::keys_help() +
+             "\nOutputs: config.json, metrics.jsonl (one JSON object per epoch), summary.json,\n"
+             "checkpoint.safetensors. Exit codes: 0 ok, 2 bad input, 130 interrupted (checkpoint saved).\n"
+             "Example: zotrain --config configs/quickstart.json --set method.partition=3 --set optimizer.lr=0.002");
+  std::string config_path, output_dir, resume_dir, init_from;
+  std::vector<std::string> overrides;
+  std::int64_t threads = -1;
+  bool dry_run = false, overwrite = false, quiet = false, no_progress = false;
+  app.add_option("-c,--config", config_path, "Experiment config (JSON)");
+  app.add_option("-s,--set", overrides, "Override a config key: KEY=VALUE (dotted path; repeatable)")
+      ->type_name("KEY=VALUE");
+  app.add_option("-o,--output-dir", output_dir,
+                 "Output directory (default: output.dir, else runs/<name>)");
+  app.add_option("-t,--threads", threads, "Threads (overrides train.threads; 0 = all cores)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--dry-run", dry_run,
+               "Build the model and the memory plan, validate the data, write summary.json; no training");
+  app.add_option("--resume", resume_dir,
+                 "Continue the run in DIR from its checkpoint (uses DIR/config.json; --set still applies)");
+  app.add_option("--init-from", init_from, "Initialise parameters from a checkpoint, then train afresh");
+  app.add_flag("--overwrite", overwrite, "Allow a fresh run to replace a non-empty output directory");
+  app.add_flag("--no-progress", no_progress, "No live progress bar (one line per epoch only)");
+  app.add_flag("-q,--quiet", quiet, "Only warnings and errors on stderr");
+  app.set_version_flag("-V,--version", std::string("zotrain ") + ZT_VERSION + " (kernels: " +
+                                            zt::kernels::isa_name(zt::kernels::best_isa()) + ")");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  if (quiet) spdlog::set_level(spdlog::level::warn);
+  spdlog::set_pattern("[%H:%M:%S] %^%l%$ %v");
+
+  try {
+    if (config_path.empty() && resume_dir.empty())
+      throw zt::Error("no experiment given: use --config FILE (or --resume DIR); see --help");
+    if (!config_path.empty() && !resume_dir.empty())
+      throw zt::Error("--config and --resume are exclusive: --resume reads DIR/config.json");
+    if (!resume_dir.empty() && !init_from.empty())
+      throw zt::Error("--init-from cannot be combined with --resume");
+    zt::train::RunRequest req;
+    if (threads >= 0) overrides.push_back("train.threads=" + std::to_string(threads));
+    if (!resume_dir.empty()) {
+      req.cfg = zt::config::load_config(resume_dir + "/config.json", overrides);
+      req.resume = true;
+      req.output_dir = resume_dir;
+    } else {
+      req.cfg = zt::config::load_config(config_path, overrides);
+      req.output_dir = output_dir.empty() ? zt::train::default_output_dir(req.cfg) : output_dir;
+    }
+    req.dry_run = dry_run;
+    req.overwrite = overwrite;
+    req.init_from = init_from;
+    req.progress_bar = !no_progress && !quiet && ::isatty(STDOUT_FILENO);
+    return zt::train::run_experiment(req);
+  } catch (const zt::Error& e) {
+    spdlog::error("{}", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    spdlog::critical("internal error: {}", e.what());
+    return 1;
+  }
+}

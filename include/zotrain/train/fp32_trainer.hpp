@@ -67,6 +67,8 @@ class Fp32Trainer {
   // optimizer state) plus the model's parameters.
   std::size_t planned_bytes() const;
   const Arena& arena() const { return arena_; }
+  // Gradients of the BP parameters from the last step (bp_params() floats; null if C = L).
+  const float* grad() const { return grad_; }
 
   // Optimizer state (Adam m and v for the BP parameters; empty for SGD) and its step count.
   float* adam_m() { return adam_m_; }

@@ -1,0 +1,149 @@
+#include "zotrain/train/checkpoint.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "zotrain/core/error.hpp"
+
+namespace zt::train {
+namespace {
+
+std::size_t dtype_size(const std::string& dtype, const std::string& path) {
+  if (dtype == "F32") return 4;
+  if (dtype == "I8") return 1;
+  throw Error(path + ": unsupported tensor dtype '" + dtype + "' (expected F32 or I8)");
+}
+
+void write_all(int fd, const void* data, std::size_t n, const std::string& path) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      throw Error(path + ": write failed: " + std::strerror(errno));
+    }
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+void write_atomic(const std::string& path, const std::vector<std::pair<const void*, std::size_t>>& parts) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw Error(tmp + ": cannot create: " + std::strerror(errno));
+  try {
+    for (const auto& [data, n] : parts) write_all(fd, data, n, tmp);
+    if (::fsync(fd) != 0) throw Error(tmp + ": fsync failed: " + std::strerror(errno));
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    throw Error(path + ": cannot rename temporary file into place: " + why);
+  }
+}
+
+}  // namespace
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  write_atomic(path, {{text.data(), text.size()}});
+}
+
+void write_safetensors(const std::string& path, const TensorFile& file) {
+  nlohmann::json header = nlohmann::json::object();
+  std::size_t offset = 0;
+  for (const auto& [name, t] : file.tensors) {
+    std::size_t numel = 1;
+    for (std::int64_t d : t.shape) numel *= static_cast<std::size_t>(d);
+    if (numel * dtype_size(t.dtype, path) != t.bytes.size())
+      throw Error(path + ": tensor '" + name + "' has " + std::to_string(t.bytes.size()) +
+                  " bytes, inconsistent with its shape");
+    header[name] = {{"dtype", t.dtype},
+                    {"shape", t.shape},
+                    {"data_offsets", {offset, offset + t.bytes.size()}}};
+    offset += t.bytes.size();
+  }
+  if (!file.metadata.empty()) header["__metadata__"] = file.metadata;
+  std::string text = header.dump();
+  while ((text.size() + 8) % 8 != 0) text.push_back(' ');  // align data to 8 bytes
+  std::uint8_t len[8];
+  std::uint64_t n = text.size();
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<std::uint8_t>(n >> (8 * i));
+  std::vector<std::pair<const void*, std::size_t>> parts = {{len, 8}, {text.data(), text.size()}};
+  for (const auto& [name, t] : file.tensors) parts.push_back({t.bytes.data(), t.bytes.size()});
+  write_atomic(path, parts);
+}
+
+TensorFile read_safetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open checkpoint");
+  in.seekg(0, std::ios::end);
+  const std::uint64_t file_size = static_cast<std::uint64_t>(in.tellg());
+  in.seekg(0);
+  std::uint8_t len[8];
+  if (file_size < 8 || !in.read(reinterpret_cast<char*>(len), 8))
+    throw Error(path + ": not a safetensors file (shorter than its 8-byte header length)");
+  std::uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= static_cast<std::uint64_t>(len[i]) << (8 * i);
+  if (n > file_size - 8 || n > (100u << 20))
+    throw Error(path + ": safetensors header length " + std::to_string(n) + " exceeds the file");
+  std::string text(n, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(n));
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    throw Error(path + ": safetensors header is not valid JSON: " + e.what());
+  }
+  if (!header.is_object()) throw Error(path + ": safetensors header is not a JSON object");
+  const std::uint64_t data_size = file_size - 8 - n;
+  std::vector<std::uint8_t> data(data_size);
+  in.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(data_size));
+  if (!in) throw Error(path + ": truncated checkpoint data");
+  TensorFile out;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == "__metadata__") {
+      if (!it->is_object()) throw Error(path + ": __metadata__ must be an object");
+      for (auto m = it->begin(); m != it->end(); ++m) {
+        if (!m->is_string()) throw Error(path + ": metadata '" + m.key() + "' is not a string");
+        out.metadata[m.key()] = m->get<std::string>();
+      }
+      continue;
+    }
+    const nlohmann::json& e = *it;
+    StoredTensor t;
+    try {
+      t.dtype = e.at("dtype").get<std::string>();
+      t.shape = e.at("shape").get<std::vector<std::int64_t>>();
+      const auto off = e.at("data_offsets").get<std::vector<std::uint64_t>>();
+      if (off.size() != 2 || off[0] > off[1] || off[1] > data_size)
+        throw Error("data_offsets out of range");
+      std::uint64_t numel = 1;
+      for (std::int64_t d : t.shape) {
+        if (d < 0) throw Error("negative dimension");
+        numel *= static_cast<std::uint64_t>(d);
+      }
+      if (numel * dtype_size(t.dtype, path) != off[1] - off[0])
+        throw Error("shape does not match data_offsets");
+      t.bytes.assign(data.begin() + static_cast<std::ptrdiff_t>(off[0]),
+                     data.begin() + static_cast<std::ptrdiff_t>(off[1]));
+    } catch (const Error& err) {
+      throw Error(path + ": tensor '" + it.key() + "': " + err.what());
+    } catch (const std::exception& err) {
+      throw Error(path + ": tensor '" + it.key() + "': malformed entry: " + err.what());
+    }
+    out.tensors.emplace(it.key(), std::move(t));
+  }
+  return out;
+}
+
+}  // namespace zt::train

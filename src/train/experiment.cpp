@@ -1,0 +1,558 @@
+#include "zotrain/train/experiment.hpp"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "zotrain/core/error.hpp"
+#include "zotrain/core/rng.hpp"
+#include "zotrain/data/batcher.hpp"
+#include "zotrain/data/idx.hpp"
+#include "zotrain/nn/lenet5.hpp"
+#include "zotrain/telemetry/memory.hpp"
+#include "zotrain/telemetry/rss.hpp"
+#include "zotrain/train/checkpoint.hpp"
+#include "zotrain/train/fp32_trainer.hpp"
+
+#ifdef ZT_OPENMP
+#include <omp.h>
+#endif
+
+namespace zt::train {
+namespace fs = std::filesystem;
+using nlohmann::json;
+using telemetry::Phase;
+using telemetry::PhaseTimes;
+using telemetry::ScopedPhase;
+
+namespace {
+
+constexpr const char* kCheckpointFormat = "zotrain-checkpoint-1";
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_sigint(int) { g_interrupted.store(true); }
+
+int resolve_threads(std::int64_t requested) {
+#ifdef ZT_OPENMP
+  const int n = requested > 0 ? static_cast<int>(requested) : omp_get_num_procs();
+  omp_set_num_threads(n);
+  return n;
+#else
+  (void)requested;
+  return 1;
+#endif
+}
+
+json phases_json(const PhaseTimes& t) {
+  json j = json::object();
+  for (int i = 0; i < telemetry::kNumPhases; ++i) {
+    const auto p = static_cast<Phase>(i);
+    j[telemetry::phase_key(p)] = t.get(p);
+  }
+  return j;
+}
+
+PhaseTimes phases_from_json(const json& j) {
+  PhaseTimes t;
+  for (int i = 0; i < telemetry::kNumPhases; ++i) {
+    const auto p = static_cast<Phase>(i);
+    if (j.contains(telemetry::phase_key(p))) t.add(p, j.at(telemetry::phase_key(p)).get<double>());
+  }
+  return t;
+}
+
+json paper_json(const telemetry::PaperMemory& m) {
+  json j = {{"params", m.params},   {"grads", m.grads},
+            {"activations", m.activations}, {"errors", m.errors},
+            {"optimizer_state", m.optimizer_state}, {"total", m.total}};
+  if (m.int32_buffers) j["int32_buffers"] = m.int32_buffers;
+  return j;
+}
+
+std::string mib(std::size_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+// Per-epoch accumulators (saved in checkpoints so a resumed epoch reports the same figures).
+struct EpochAcc {
+  double loss_sum = 0, g_abs_sum = 0;
+  std::int64_t correct = 0, samples = 0, steps = 0, clipped = 0;
+  PhaseTimes times;
+  json to_json() const {
+    return {{"loss_sum", loss_sum}, {"g_abs_sum", g_abs_sum}, {"correct", correct},
+            {"samples", samples},   {"steps", steps},         {"clipped", clipped},
+            {"phases", phases_json(times)}};
+  }
+  static EpochAcc from_json(const json& j) {
+    EpochAcc a;
+    a.loss_sum = j.at("loss_sum").get<double>();
+    a.g_abs_sum = j.at("g_abs_sum").get<double>();
+    a.correct = j.at("correct").get<std::int64_t>();
+    a.samples = j.at("samples").get<std::int64_t>();
+    a.steps = j.at("steps").get<std::int64_t>();
+    a.clipped = j.at("clipped").get<std::int64_t>();
+    a.times = phases_from_json(j.at("phases"));
+    return a;
+  }
+};
+
+struct Progress {
+  std::int64_t epoch = 0;        // epoch in progress (0-based)
+  std::int64_t step_in_epoch = 0;
+  std::int64_t global_step = 0;
+  double train_seconds = 0;      // training + eval wall time so far
+  PhaseTimes total_times;
+  EpochAcc acc;
+};
+
+std::vector<std::uint8_t> float_bytes(const float* p, std::size_t n) {
+  std::vector<std::uint8_t> b(n * sizeof(float));
+  std::memcpy(b.data(), p, b.size());
+  return b;
+}
+
+void save_checkpoint(const std::string& path, nn::Model& model, Fp32Trainer& trainer,
+                     const config::ExperimentConfig& cfg, int partition, const Progress& pr) {
+  TensorFile f;
+  for (nn::ParamTensor* p : model.params()) {
+    StoredTensor t{"F32", {}, float_bytes(p->data, p->size())};
+    for (int d : p->shape) t.shape.push_back(d);
+    f.tensors[p->name] = std::move(t);
+  }
+  if (trainer.adam_m() != nullptr) {
+    const auto n = static_cast<std::int64_t>(trainer.bp_params());
+    f.tensors["optimizer.adam.m"] = {"F32", {n}, float_bytes(trainer.adam_m(), trainer.bp_params())};
+    f.tensors["optimizer.adam.v"] = {"F32", {n}, float_bytes(trainer.adam_v(), trainer.bp_params())};
+  }
+  f.metadata = {{"format", kCheckpointFormat},
+                {"arch", cfg.model.arch},
+                {"precision", cfg.model.precision},
+                {"method", cfg.method.name},
+                {"partition", std::to_string(partition)},
+                {"epoch", std::to_string(pr.epoch)},
+                {"step_in_epoch", std::to_string(pr.step_in_epoch)},
+                {"global_step", std::to_string(pr.global_step)},
+                {"adam_t", std::to_string(trainer.adam_t())},
+                {"train_seconds", json(pr.train_seconds).dump()},
+                {"total_phases", phases_json(pr.total_times).dump()},
+                {"epoch_acc", pr.acc.to_json().dump()},
+                {"config", config::to_json_text(cfg)}};
+  write_safetensors(path, f);
+}
+
+const std::string& meta(const TensorFile& f, const std::string& key, const std::string& path) {
+  auto it = f.metadata.find(key);
+  if (it == f.metadata.end()) throw Error(path + ": checkpoint metadata lacks '" + key + "'");
+  return it->second;
+}
+
+// Copies parameters by name from a checkpoint into the model. Every model parameter must be
+// present with the same shape.
+void load_params(const TensorFile& f, nn::Model& model, const std::string& path) {
+  for (nn::ParamTensor* p : model.params()) {
+    auto it = f.tensors.find(p->name);
+    if (it == f.tensors.end()) throw Error(path + ": checkpoint has no tensor '" + p->name + "'");
+    const StoredTensor& t = it->second;
+    std::vector<std::int64_t> shape(p->shape.begin(), p->shape.end());
+    if (t.dtype != "F32" || t.shape != shape)
+      throw Error(path + ": tensor '" + p->name + "' has dtype " + t.dtype +
+                  " and a shape that does not match the model (expected F32)");
+    std::memcpy(p->data, t.bytes.data(), t.bytes.size());
+  }
+}
+
+void load_adam(const TensorFile& f, Fp32Trainer& trainer, const std::string& path) {
+  if (trainer.adam_m() == nullptr) return;
+  for (const char* key : {"optimizer.adam.m", "optimizer.adam.v"}) {
+    auto it = f.tensors.find(key);
+    if (it == f.tensors.end() || it->second.bytes.size() != trainer.bp_params() * sizeof(float))
+      throw Error(path + ": checkpoint lacks a matching '" + std::string(key) + "' tensor");
+    float* dst = std::strcmp(key, "optimizer.adam.m") == 0 ? trainer.adam_m() : trainer.adam_v();
+    std::memcpy(dst, it->second.bytes.data(), it->second.bytes.size());
+  }
+  trainer.set_adam_t(std::stoll(meta(f, "adam_t", path)));
+}
+
+// Keeps the first `epochs` lines of metrics.jsonl (a resumed run rewrites what follows).
+void truncate_metrics(const std::string& path, std::int64_t epochs) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::string line, kept;
+  for (std::int64_t i = 0; i < epochs && std::getline(in, line); ++i) kept += line + "\n";
+  in.close();
+  write_file_atomic(path, kept);
+}
+
+void append_line(const std::string& path, const std::string& line) {
+  std::ofstream out(path, std::ios::app);
+  out << line << '\n';
+  out.flush();
+  if (!out) throw Error(path + ": cannot append metrics");
+}
+
+class ProgressBar {
+ public:
+  explicit ProgressBar(bool enabled) : enabled_(enabled) {}
+  void update(std::int64_t epoch, std::int64_t epochs, std::int64_t step, std::int64_t steps,
+              double loss, double epoch_elapsed) {
+    if (!enabled_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (step < steps && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const double frac = steps > 0 ? static_cast<double>(step) / static_cast<double>(steps) : 1.0;
+    const int width = 30, filled = static_cast<int>(frac * width);
+    const double eta = frac > 0 ? epoch_elapsed * (1 - frac) / frac : 0.0;
+    std::printf("\r  epoch %lld/%lld [%.*s%*s] %3.0f%%  loss %.4f  ETA %4.0fs ",
+                static_cast<long long>(epoch + 1), static_cast<long long>(epochs), filled,
+                "##############################", width - filled, "", 100 * frac, loss, eta);
+    std::fflush(stdout);
+  }
+  void finish() {
+    if (!enabled_) return;
+    std::printf("\r%100s\r", "");
+    std::fflush(stdout);
+  }
+
+ private:
+  bool enabled_;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+struct EvalResult {
+  double loss = 0, accuracy = 0;
+};
+
+EvalResult evaluate(Fp32Trainer& trainer, const data::ImageSet& test, int batch,
+                    data::Normalisation norm, std::vector<float>& x, std::vector<std::uint8_t>& y) {
+  data::Batcher b(test, batch, false, false, 0, norm);
+  b.start_epoch(0);
+  double loss = 0;
+  std::int64_t correct = 0, n_total = 0;
+  for (int i = 0; i < b.batches_per_epoch(); ++i) {
+    const int n = b.fill(i, x.data(), y.data());
+    const EvalStats e = trainer.evaluate(x.data(), y.data(), n);
+    loss += e.loss_sum;
+    correct += e.correct;
+    n_total += n;
+  }
+  if (n_total == 0) return {};
+  return {loss / static_cast<double>(n_total),
+          100.0 * static_cast<double>(correct) / static_cast<double>(n_total)};
+}
+
+void print_tables(const PhaseTimes& t, std::int64_t epochs_run, const telemetry::PaperMemory& paper,
+                  std::size_t planned, std::uint64_t rss) {
+  const double total = t.total();
+  std::printf("\n  %-14s %10s %7s %12s\n", "phase", "seconds", "share", "per epoch");
+  for (int i = 0; i < telemetry::kNumPhases; ++i) {
+    const auto p = static_cast<Phase>(i);
+    std::printf("  %-14s %10.3f %6.1f%% %12.3f\n", telemetry::phase_label(p), t.get(p),
+                total > 0 ? 100.0 * t.get(p) / total : 0.0,
+                epochs_run > 0 ? t.get(p) / static_cast<double>(epochs_run) : 0.0);
+  }
+  std::printf("  %-14s %10.3f\n", "total", total);
+  std::printf("\n  %-32s %14s %12s\n", "memory", "bytes", "");
+  for (const auto& [name, bytes] : paper.breakdown)
+    std::printf("  paper: %-25s %14zu %12s\n", name.c_str(), bytes, mib(bytes).c_str());
+  std::printf("  %-32s %14zu %12s\n", "paper: total (Eqs. 2-5)", paper.total, mib(paper.total).c_str());
+  std::printf("  %-32s %14zu %12s\n", "planned (this tool's buffers)", planned, mib(planned).c_str());
+  if (rss)
+    std::printf("  %-32s %14llu %12s\n", "peak RSS (whole process)",
+                static_cast<unsigned long long>(rss), mib(rss).c_str());
+}
+
+}  // namespace
+
+std::string default_output_dir(const config::ExperimentConfig& cfg) {
+  if (!cfg.output.dir.empty()) return cfg.output.dir;
+  return "runs/" + cfg.name;
+}
+
+int run_experiment(const RunRequest& req) {
+  const config::ExperimentConfig& cfg = req.cfg;
+  const int threads = resolve_threads(cfg.train.threads);
+
+  // ---- everything that can fail on bad input happens before the output directory exists ----
+  if (cfg.model.precision != "fp32")
+    throw Error("model.precision: '" + cfg.model.precision + "' is not supported yet (expected fp32)");
+  auto model = nn::make_model(cfg.model.arch, kernels::best_isa());
+  const int L = model->num_parametric();
+  const int C = config::resolve_partition(cfg.method, L);
+  const std::string root = config::resolve_path(cfg, cfg.data.root);
+  const data::ImageDataset ds = data::load_image_dataset(
+      root, static_cast<int>(cfg.data.train_limit), static_cast<int>(cfg.data.test_limit));
+  const int batch = static_cast<int>(cfg.train.batch_size);
+  if (ds.train.count < batch)
+    throw Error("train.batch_size: " + std::to_string(batch) + " exceeds the " +
+                std::to_string(ds.train.count) + " training images in " + root);
+  if (static_cast<std::size_t>(ds.train.rows * ds.train.cols) != model->input_floats())
+    throw Error(root + ": images are " + std::to_string(ds.train.rows) + "x" +
+                std::to_string(ds.train.cols) + ", the model expects " + model->input_shape().str());
+  const data::Normalisation norm = data::normalisation_for(cfg.data.dataset);
+
+  Fp32TrainerOptions topt;
+  topt.partition = C;
+  topt.batch_size = batch;
+  topt.eps = static_cast<float>(cfg.zo.eps);
+  topt.grad_clip = static_cast<float>(cfg.zo.grad_clip);
+  topt.optimizer = cfg.optimizer.name == "adam" ? OptimizerKind::kAdam : OptimizerKind::kSgd;
+  topt.bp_activations =
+      cfg.method.bp_activations == "average" ? BpActivations::kAverage : BpActivations::kMinus;
+  model->init(cfg.seed);
+  Fp32Trainer trainer(*model, topt);
+
+  const auto paper = telemetry::paper_memory(model->footprint(), batch, C,
+                                             topt.optimizer == OptimizerKind::kAdam && C < L,
+                                             telemetry::Precision::kFp32);
+  // Training-time working set of the tool: the trainer's plan plus the batch buffer.
+  const std::size_t batch_bytes = model->input_floats() * static_cast<std::size_t>(batch) * 4 + batch;
+  const std::size_t planned = trainer.planned_bytes() + batch_bytes;
+  const std::size_t dataset_bytes = ds.train.pixels.size() + ds.train.labels.size() +
+                                    ds.test.pixels.size() + ds.test.labels.size();
+
+  const std::string out = req.output_dir;
+  const std::string ckpt_path = out + "/checkpoint.safetensors";
+  TensorFile resume_file;
+  if (req.resume) {
+    if (!fs::exists(ckpt_path)) throw Error(ckpt_path + ": no checkpoint to resume from");
+    resume_file = read_safetensors(ckpt_path);
+    if (meta(resume_file, "format", ckpt_path) != kCheckpointFormat)
+      throw Error(ckpt_path + ": unknown checkpoint format");
+    if (meta(resume_file, "arch", ckpt_path) != cfg.model.arch ||
+        meta(resume_file, "precision", ckpt_path) != cfg.model.precision ||
+        meta(resume_file, "partition", ckpt_path) != std::to_string(C))
+      throw Error(ckpt_path + ": checkpoint was written for a different model or partition");
+  }
+  TensorFile init_file;
+  if (!req.init_from.empty()) init_file = read_safetensors(req.init_from);
+
+  json plan = {{"model", cfg.model.arch},
+               {"precision", cfg.model.precision},
+               {"method", cfg.method.name},
+               {"partition", C},
+               {"layers", L},
+               {"params", {{"total", model->num_params()},
+                           {"zo", trainer.zo_params()},
+                           {"bp", trainer.bp_params()}}},
+               {"memory", {{"paper", paper_json(paper)},
+                           {"planned_bytes", planned},
+                           {"dataset_bytes", dataset_bytes}}},
+               {"batch_size", batch},
+               {"threads", threads},
+               {"forward_macs_per_sample", model->forward_macs_per_sample()}};
+  json buffers = json::array();
+  for (const auto& e : trainer.arena().entries())
+    buffers.push_back({{"name", e.name}, {"bytes", e.floats * 4}});
+  plan["memory"]["planned_buffers"] = buffers;
+
+  spdlog::info("{}: {} {} on {} ({} train / {} test images), C = {} of {} ({} ZO + {} BP params)",
+               cfg.name, cfg.method.name, cfg.model.arch, cfg.data.dataset, ds.train.count,
+               ds.test.count, C, L, trainer.zo_params(), trainer.bp_params());
+
+  if (req.dry_run) {
+    std::printf("plan for '%s':\n", cfg.name.c_str());
+    for (int i = 0; i < model->size(); ++i) {
+      nn::Layer& l = model->layer(i);
+      std::size_t np = 0;
+      for (auto* p : l.params()) np += p->size();
+      const bool zo_layer = i < model->bp_segment_start(C);
+      std::printf("  %-6s %-10s out %-12s params %7zu  %s\n", l.name().c_str(), l.kind(),
+                  model->output_shape(i).str().c_str(), np,
+                  np == 0 ? "" : (zo_layer ? "ZO" : "BP"));
+    }
+    std::printf("  planned buffers:\n");
+    for (const auto& e : trainer.arena().entries())
+      std::printf("    %-28s %12zu bytes\n", e.name.c_str(), e.floats * 4);
+    print_tables(PhaseTimes{}, 0, paper, planned, 0);
+    fs::create_directories(out);
+    plan["dry_run"] = true;
+    write_file_atomic(out + "/summary.json", plan.dump(2) + "\n");
+    spdlog::info("dry run: wrote {}/summary.json", out);
+    return 0;
+  }
+
+  if (!req.resume && fs::exists(out) && !fs::is_empty(out) && !req.overwrite)
+    throw Error("output directory '" + out +
+                "' already holds files; use --resume " + out + " to continue it, --overwrite to replace it, or another --output-dir");
+
+  // ---- from here on the output directory is ours ----
+  fs::create_directories(out);
+  const std::string metrics_path = out + "/metrics.jsonl";
+  Progress pr;
+  if (req.resume) {
+    load_params(resume_file, *model, ckpt_path);
+    load_adam(resume_file, trainer, ckpt_path);
+    pr.epoch = std::stoll(meta(resume_file, "epoch", ckpt_path));
+    pr.step_in_epoch = std::stoll(meta(resume_file, "step_in_epoch", ckpt_path));
+    pr.global_step = std::stoll(meta(resume_file, "global_step", ckpt_path));
+    pr.train_seconds = json::parse(meta(resume_file, "train_seconds", ckpt_path)).get<double>();
+    pr.total_times = phases_from_json(json::parse(meta(resume_file, "total_phases", ckpt_path)));
+    pr.acc = EpochAcc::from_json(json::parse(meta(resume_file, "epoch_acc", ckpt_path)));
+    truncate_metrics(metrics_path, pr.epoch);
+    spdlog::info("resuming {} at epoch {}, step {} (global step {})", out, pr.epoch + 1,
+                 pr.step_in_epoch, pr.global_step);
+  } else {
+    if (!req.init_from.empty()) {
+      load_params(init_file, *model, req.init_from);
+      spdlog::info("initialised parameters from {}", req.init_from);
+    }
+    std::error_code ec;
+    fs::remove(metrics_path, ec);
+    fs::remove(out + "/summary.json", ec);
+    fs::remove(ckpt_path, ec);
+  }
+  write_file_atomic(out + "/config.json", config::to_json_text(cfg));
+
+  g_interrupted.store(false);
+  auto previous_handler = std::signal(SIGINT, on_sigint);
+
+  const std::uint64_t data_seed = mix64(cfg.seed ^ 0xda7a5eedULL);
+  data::Batcher batcher(ds.train, batch, true, true, data_seed, norm);
+  std::vector<float> x(model->input_floats() * static_cast<std::size_t>(batch));
+  std::vector<std::uint8_t> y(static_cast<std::size_t>(batch));
+  ProgressBar bar(req.progress_bar);
+  const std::int64_t epochs = cfg.train.epochs;
+  const std::int64_t max_steps = cfg.train.max_steps;
+  bool interrupted = false, stopped_early = false;
+  EvalResult last_eval{-1, -1};
+  std::int64_t epochs_run = 0;
+
+  for (; pr.epoch < epochs; ++pr.epoch) {
+    const double lr = decayed_lr(cfg.optimizer.lr, cfg.optimizer.decay.factor,
+                                 cfg.optimizer.decay.every_epochs, pr.epoch);
+    const double bp_lr_base = cfg.optimizer.bp_lr >= 0 ? cfg.optimizer.bp_lr : cfg.optimizer.lr;
+    const double bp_lr = decayed_lr(bp_lr_base, cfg.optimizer.decay.factor,
+                                    cfg.optimizer.decay.every_epochs, pr.epoch);
+    batcher.start_epoch(static_cast<int>(pr.epoch));
+    const std::int64_t steps = batcher.batches_per_epoch();
+    const auto epoch_start = std::chrono::steady_clock::now();
+    for (; pr.step_in_epoch < steps; ++pr.step_in_epoch) {
+      if (g_interrupted.load()) {
+        interrupted = true;
+        break;
+      }
+      if (max_steps > 0 && pr.global_step >= max_steps) {
+        stopped_early = true;
+        break;
+      }
+      int n;
+      {
+        ScopedPhase t(pr.acc.times, Phase::kData);
+        n = batcher.fill(static_cast<int>(pr.step_in_epoch), x.data(), y.data());
+      }
+      const std::uint64_t step_seed = mix64(cfg.seed ^ mix64(0x5eed0000ULL + static_cast<std::uint64_t>(pr.global_step)));
+      const StepStats st = trainer.step(x.data(), y.data(), n, step_seed, static_cast<float>(lr),
+                                        static_cast<float>(bp_lr), pr.acc.times);
+      pr.acc.loss_sum += st.loss * n;
+      pr.acc.correct += st.correct;
+      pr.acc.samples += n;
+      pr.acc.g_abs_sum += std::abs(st.g);
+      pr.acc.clipped += st.clipped ? 1 : 0;
+      ++pr.acc.steps;
+      ++pr.global_step;
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
+      bar.update(pr.epoch, epochs, pr.step_in_epoch + 1, steps,
+                 pr.acc.loss_sum / static_cast<double>(pr.acc.samples), elapsed);
+    }
+    bar.finish();
+    if (interrupted || (stopped_early && pr.step_in_epoch == 0)) break;
+
+    // End of the epoch (or a max_steps stop inside it): evaluate and report.
+    const bool last = pr.epoch + 1 == epochs || stopped_early;
+    EvalResult ev{-1, -1};
+    if (last || (cfg.train.eval_every > 0 && (pr.epoch + 1) % cfg.train.eval_every == 0)) {
+      ScopedPhase t(pr.acc.times, Phase::kEval);
+      ev = evaluate(trainer, ds.test, batch, norm, x, y);
+      last_eval = ev;
+    }
+    const double epoch_seconds = pr.acc.times.total();
+    const double train_loss = pr.acc.samples ? pr.acc.loss_sum / static_cast<double>(pr.acc.samples) : 0.0;
+    json rec = {{"epoch", pr.epoch + 1},
+                {"steps", pr.acc.steps},
+                {"train_loss", train_loss},
+                {"train_accuracy", pr.acc.samples ? 100.0 * static_cast<double>(pr.acc.correct) / static_cast<double>(pr.acc.samples) : 0.0},
+                {"test_loss", ev.loss >= 0 ? json(ev.loss) : json(nullptr)},
+                {"test_accuracy", ev.accuracy >= 0 ? json(ev.accuracy) : json(nullptr)},
+                {"lr", lr},
+                {"bp_lr", bp_lr},
+                {"g_abs_mean", pr.acc.steps ? pr.acc.g_abs_sum / static_cast<double>(pr.acc.steps) : 0.0},
+                {"clip_fraction", pr.acc.steps ? static_cast<double>(pr.acc.clipped) / static_cast<double>(pr.acc.steps) : 0.0},
+                {"epoch_seconds", epoch_seconds},
+                {"phases", phases_json(pr.acc.times)}};
+    append_line(metrics_path, rec.dump());
+    if (ev.accuracy >= 0)
+      spdlog::info("epoch {}/{}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}%, {:.2f}s",
+                   pr.epoch + 1, epochs, train_loss, ev.loss, ev.accuracy, epoch_seconds);
+    else
+      spdlog::info("epoch {}/{}: train loss {:.4f}, {:.2f}s", pr.epoch + 1, epochs, train_loss,
+                   epoch_seconds);
+    pr.total_times += pr.acc.times;
+    pr.train_seconds += epoch_seconds;
+    pr.acc = EpochAcc{};
+    pr.step_in_epoch = 0;
+    ++epochs_run;
+    if (stopped_early) {
+      ++pr.epoch;
+      break;
+    }
+    if (cfg.output.checkpoint_every > 0 && (pr.epoch + 1) % cfg.output.checkpoint_every == 0 &&
+        pr.epoch + 1 < epochs) {
+      Progress next = pr;
+      ++next.epoch;
+      save_checkpoint(ckpt_path, *model, trainer, cfg, C, next);
+    }
+  }
+  std::signal(SIGINT, previous_handler);
+
+  if (interrupted) {
+    save_checkpoint(ckpt_path, *model, trainer, cfg, C, pr);
+    spdlog::warn("interrupted: checkpoint saved to {} (continue with --resume {})", ckpt_path, out);
+    return 130;
+  }
+  save_checkpoint(ckpt_path, *model, trainer, cfg, C, pr);
+  if (last_eval.accuracy < 0) {  // e.g. resuming a finished run: report the final accuracy
+    PhaseTimes eval_times;
+    ScopedPhase t(eval_times, Phase::kEval);
+    last_eval = evaluate(trainer, ds.test, batch, norm, x, y);
+  }
+
+  const std::uint64_t rss = telemetry::peak_rss_bytes();
+  json summary = plan;
+  summary["test_accuracy"] = last_eval.accuracy >= 0 ? json(last_eval.accuracy) : json(nullptr);
+  summary["test_loss"] = last_eval.loss >= 0 ? json(last_eval.loss) : json(nullptr);
+  summary["train_seconds"] = pr.train_seconds;
+  summary["epochs"] = pr.epoch;
+  summary["steps"] = pr.global_step;
+  json ph = json::object();
+  const double tot = pr.total_times.total();
+  for (int i = 0; i < telemetry::kNumPhases; ++i) {
+    const auto p = static_cast<Phase>(i);
+    ph[telemetry::phase_key(p)] = {{"seconds", pr.total_times.get(p)},
+                                   {"share", tot > 0 ? pr.total_times.get(p) / tot : 0.0},
+                                   {"per_epoch", pr.epoch > 0 ? pr.total_times.get(p) / static_cast<double>(pr.epoch) : 0.0}};
+  }
+  summary["phases"] = ph;
+  summary["memory"]["peak_rss_bytes"] = rss;
+  write_file_atomic(out + "/summary.json", summary.dump(2) + "\n");
+
+  std::printf("\n%s: test accuracy %.2f%% after %lld epochs (%lld steps), %.2f s\n", cfg.name.c_str(),
+              last_eval.accuracy, static_cast<long long>(pr.epoch),
+              static_cast<long long>(pr.global_step), pr.train_seconds);
+  print_tables(pr.total_times, pr.epoch, paper, planned, rss);
+  std::printf("\n  outputs in %s/\n", out.c_str());
+  return 0;
+}
+
+}  // namespace zt::train

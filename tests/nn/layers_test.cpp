@@ -1,0 +1,138 @@
+// Each layer's backward against central finite differences of L = Σ y ⊙ r (so dy = r),
+// for both kernel paths. Points within a kink (ReLU at 0, max-pool ties) are avoided by
+// construction: inputs are drawn away from 0 and distinct.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "zotrain/core/rng.hpp"
+#include "zotrain/nn/activation.hpp"
+#include "zotrain/nn/conv2d.hpp"
+#include "zotrain/nn/lenet5.hpp"
+#include "zotrain/nn/linear.hpp"
+
+namespace zt::nn {
+namespace {
+
+using kernels::Isa;
+
+std::vector<float> random_vec(std::size_t n, std::uint64_t seed, float lo = -1, float hi = 1) {
+  SplitMix64 r(seed);
+  std::vector<float> v(n);
+  for (auto& x : v) {
+    x = lo + (hi - lo) * r.uniform();
+    if (std::abs(x) < 0.05f) x = x < 0 ? -0.05f : 0.05f;  // stay off the ReLU kink
+  }
+  return v;
+}
+
+// Checks dx and every parameter gradient of `layer` (already shape-inferred for `in`).
+void check_layer(Layer& layer, const Shape& in, int batch) {
+  const Shape out = layer.infer(in);
+  const std::size_t nx = in.numel() * batch, ny = out.numel() * batch;
+  std::vector<float> x = random_vec(nx, 11), r = random_vec(ny, 12);
+  // For pools keep window values distinct: a strictly increasing pattern plus noise.
+  std::vector<std::vector<float>> storage, grads;
+  for (ParamTensor* p : layer.params()) {
+    storage.push_back(random_vec(p->size(), 13 + storage.size(), -0.5f, 0.5f));
+    grads.emplace_back(p->size(), 0.0f);
+    p->data = storage.back().data();
+    p->grad = grads.back().data();
+  }
+  std::vector<float> scratch(std::max<std::size_t>(layer.scratch_floats(batch), 1));
+  std::vector<float> y(ny), dx(nx);
+  auto objective = [&]() {
+    layer.forward(batch, x.data(), y.data(), scratch.data());
+    double s = 0;
+    for (std::size_t i = 0; i < ny; ++i) s += static_cast<double>(y[i]) * r[i];
+    return s;
+  };
+  objective();
+  layer.backward(batch, x.data(), y.data(), r.data(), dx.data(), scratch.data());
+
+  auto fd_check = [&](float* v, std::size_t n, const float* analytic, const char* what) {
+    const float h = 1e-2f;
+    const std::size_t stride = std::max<std::size_t>(1, n / 97);  // ~100 probes per tensor
+    for (std::size_t i = 0; i < n; i += stride) {
+      const float keep = v[i];
+      v[i] = keep + h;
+      const double lp = objective();
+      v[i] = keep - h;
+      const double lm = objective();
+      v[i] = keep;
+      const double fd = (lp - lm) / (2.0 * h);
+      EXPECT_NEAR(analytic[i], fd, 2e-3 + 2e-3 * std::abs(fd))
+          << layer.name() << " " << what << "[" << i << "]";
+    }
+  };
+  fd_check(x.data(), nx, dx.data(), "dx");
+  auto ps = layer.params();
+  for (std::size_t k = 0; k < ps.size(); ++k)
+    fd_check(storage[k].data(), ps[k]->size(), grads[k].data(), ps[k]->name.c_str());
+}
+
+class LayerGradTest : public ::testing::TestWithParam<Isa> {};
+
+TEST_P(LayerGradTest, Conv2dPadded) {
+  Conv2d l("conv", 3, 4, 5, 2, GetParam());
+  check_layer(l, Shape{{3, 9, 7}}, 2);
+}
+TEST_P(LayerGradTest, Conv2dUnpadded) {
+  Conv2d l("conv", 2, 3, 3, 0, GetParam());
+  check_layer(l, Shape{{2, 6, 5}}, 3);
+}
+TEST_P(LayerGradTest, Linear) {
+  Linear l("fc", 37, 11, GetParam());
+  check_layer(l, Shape{{37}}, 5);
+}
+TEST_P(LayerGradTest, LinearFromImage) {  // flatten is a view
+  Linear l("fc", 2 * 3 * 3, 4, GetParam());
+  check_layer(l, Shape{{2, 3, 3}}, 2);
+}
+TEST_P(LayerGradTest, Relu) {
+  Relu l("relu", GetParam());
+  check_layer(l, Shape{{3, 5, 5}}, 2);
+}
+TEST_P(LayerGradTest, MaxPool) {
+  MaxPool2x2 l("pool", GetParam());
+  check_layer(l, Shape{{2, 6, 8}}, 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, LayerGradTest, ::testing::Values(Isa::kReference, Isa::kPortable),
+                         [](const auto& info) { return std::string(kernels::isa_name(info.param)); });
+
+TEST(LeNet5, ShapesAndParameterCounts) {
+  auto m = make_lenet5(kernels::best_isa());
+  EXPECT_EQ(m->num_params(), 107786u);  // SPEC section 2
+  EXPECT_EQ(m->num_parametric(), 5);
+  EXPECT_EQ(m->output_shape(m->size() - 1), (Shape{{10}}));
+  // Per-parametric-layer counts come from the layer shapes.
+  const std::size_t expect[5] = {156, 2416, 94200, 10164, 850};
+  for (int p = 0; p < 5; ++p) EXPECT_EQ(m->num_params_of_range(p, p + 1), expect[p]) << p;
+  // ZO parameter counts of the named settings (SPEC section 3).
+  EXPECT_EQ(m->num_params_of_range(0, 3), 96772u);   // ZO-Feat-Cls1, C = L−2
+  EXPECT_EQ(m->num_params_of_range(0, 4), 106936u);  // ZO-Feat-Cls2, C = L−1
+  // 18,058 activation elements per sample (SPEC section 7).
+  std::size_t acts = 0;
+  for (const auto& f : m->footprint()) acts += f.out_per_sample;
+  EXPECT_EQ(acts, 18058u);
+}
+
+TEST(LeNet5, InitIsDeterministicAndPyTorchScaled) {
+  auto a = make_lenet5(kernels::best_isa()), b = make_lenet5(kernels::best_isa());
+  a->init(7);
+  b->init(7);
+  for (std::size_t i = 0; i < a->num_params(); ++i) ASSERT_EQ(a->param_data()[i], b->param_data()[i]);
+  // fc1 weights are U(−1/√784, 1/√784): max |w| close to the bound, never above.
+  auto* w = a->params_of_range(2, 3)[0];
+  float mx = 0;
+  for (std::size_t i = 0; i < w->size(); ++i) mx = std::max(mx, std::abs(w->data[i]));
+  EXPECT_LE(mx, 1.0f / 28.0f);
+  EXPECT_GT(mx, 0.99f / 28.0f);
+}
+
+}  // namespace
+}  // namespace zt::nn

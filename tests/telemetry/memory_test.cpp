@@ -1,0 +1,62 @@
+// The paper's memory figures (SPEC section 7) computed from LeNet-5's layer shapes.
+#include <gtest/gtest.h>
+
+#include "zotrain/nn/lenet5.hpp"
+#include "zotrain/telemetry/memory.hpp"
+
+namespace zt::telemetry {
+namespace {
+
+std::vector<LayerFootprint> lenet(Precision p) {
+  auto model = nn::make_lenet5(kernels::Isa::kReference);
+  auto fp = model->footprint();
+  if (p == Precision::kInt8)  // NITI's LeNet-5 has no biases: drop each layer's bias tensor
+    for (int i = 0; i < model->size(); ++i)
+      for (nn::ParamTensor* t : model->layer(i).params())
+        if (t->name.ends_with(".bias")) fp[static_cast<std::size_t>(i)].params -= t->size();
+  return fp;
+}
+
+std::size_t total(Precision p, int batch, int c, bool adam = false) {
+  return paper_memory(lenet(p), batch, c, adam, p).total;
+}
+
+TEST(PaperMemory, Fp32LeNet5) {
+  const auto P = Precision::kFp32;
+  EXPECT_EQ(total(P, 32, 5), 2742568u);    // Full ZO, 2.6 MB
+  EXPECT_EQ(total(P, 256, 5), 18922536u);  // 18.0 MB
+  EXPECT_EQ(total(P, 32, 0), 2u * 2742568u);  // Full BP = twice
+  EXPECT_EQ(total(P, 256, 0), 2u * 18922536u);
+  EXPECT_EQ(total(P, 32, 4) - total(P, 32, 5), 4680u);    // Cls2 overhead
+  EXPECT_EQ(total(P, 256, 4) - total(P, 256, 5), 13640u);
+  EXPECT_EQ(total(P, 32, 3) - total(P, 32, 5), 66840u);   // Cls1 overhead
+  EXPECT_EQ(total(P, 256, 3) - total(P, 256, 5), 226328u);
+}
+
+TEST(PaperMemory, AdamAddsTwiceTheGradients) {
+  const auto m = paper_memory(lenet(Precision::kFp32), 32, 0, true, Precision::kFp32);
+  EXPECT_EQ(m.optimizer_state, 2 * m.grads);
+  EXPECT_EQ(m.total, 2u * 2742568u + 2 * 107786u * 4);
+  EXPECT_EQ(paper_memory(lenet(Precision::kFp32), 32, 5, true, Precision::kFp32).optimizer_state, 0u);
+}
+
+TEST(PaperMemory, Int8LeNet5) {
+  const auto P = Precision::kInt8;
+  EXPECT_EQ(total(P, 32, 5), 1716318u);
+  EXPECT_EQ(total(P, 256, 5), 12977694u);
+  EXPECT_EQ(total(P, 32, 0), 3108916u);
+  EXPECT_EQ(total(P, 256, 0), 20354228u);
+  EXPECT_EQ(total(P, 32, 4) - total(P, 32, 5), 4520u);
+  EXPECT_EQ(total(P, 256, 4) - total(P, 256, 5), 6760u);
+  EXPECT_EQ(total(P, 32, 3) - total(P, 32, 5), 71048u);
+  EXPECT_EQ(total(P, 256, 3) - total(P, 256, 5), 186184u);
+}
+
+TEST(PaperMemory, ErrorsOfTheBackpropSegment) {
+  // Cls1: fc2, relu, fc3 = 178 per sample; Cls2: fc3 = 10 per sample (FP32: 4 bytes).
+  EXPECT_EQ(paper_memory(lenet(Precision::kFp32), 1, 3, false, Precision::kFp32).errors, 178u * 4);
+  EXPECT_EQ(paper_memory(lenet(Precision::kFp32), 1, 4, false, Precision::kFp32).errors, 10u * 4);
+}
+
+}  // namespace
+}  // namespace zt::telemetry
