@@ -1,8 +1,9 @@
 // FP32 max-pool 2x2 stride 2, NCHW, H and W even... or odd (the last row/column is dropped, as
 // PyTorch's floor mode does). forward: y[B,C,H/2,W/2] = max of each window.
 // backward: dx[B,C,H,W] = 0 except dx[first maximum of each window, row-major] = dy; the
-// maximum is recomputed from x (no index buffer). NaN: a NaN input never wins (comparison
-// `v > best`), so a window of NaNs yields its first element.
+// maximum is recomputed from x (no index buffer). Scan order 00,01,10,11 with `v > best`
+// starting from the first element: a NaN never replaces a value, a NaN (or −0) in first place
+// is kept, ties keep the first.
 #pragma once
 
 #include "zotrain/kernels/isa.hpp"

@@ -1,0 +1,110 @@
+// Portable 2x2/2 max-pool: row-pair loops written as branch-free selects that GCC vectorises,
+// the same comparisons in the same order as the reference (bit-exact, first maximum wins).
+// Backward writes every dx element exactly once (no separate zeroing pass). Large inputs are
+// split across threads by plane (elementwise, so thread count does not change results).
+#include <cstddef>
+
+#ifdef ZT_OPENMP
+#include <omp.h>
+#endif
+
+#include "zotrain/core/error.hpp"
+#include "zotrain/kernels/pool.hpp"
+
+namespace zt::kernels {
+namespace {
+
+constexpr long kParallelMin = 1L << 16;  // input elements before forking
+
+inline void pool_fwd_plane(int h, int w, const float* __restrict xp, float* __restrict yp) {
+  const int oh = h / 2, ow = w / 2;
+  for (int i = 0; i < oh; ++i) {
+    const float* r0 = xp + static_cast<std::ptrdiff_t>(2 * i) * w;
+    const float* r1 = r0 + w;
+    float* out = yp + static_cast<std::ptrdiff_t>(i) * ow;
+    for (int j = 0; j < ow; ++j) {
+      float best = r0[2 * j];
+      const float b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
+      best = b > best ? b : best;
+      best = c > best ? c : best;
+      best = d > best ? d : best;
+      out[j] = best;
+    }
+  }
+}
+
+inline void pool_bwd_plane(int h, int w, const float* __restrict xp, const float* __restrict dyp,
+                           float* __restrict dxp) {
+  const int oh = h / 2, ow = w / 2;
+  for (int i = 0; i < oh; ++i) {
+    const float* r0 = xp + static_cast<std::ptrdiff_t>(2 * i) * w;
+    const float* r1 = r0 + w;
+    float* d0 = dxp + static_cast<std::ptrdiff_t>(2 * i) * w;
+    float* d1 = d0 + w;
+    const float* g = dyp + static_cast<std::ptrdiff_t>(i) * ow;
+    for (int j = 0; j < ow; ++j) {
+      const float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
+      float best = a;
+      int arg = 0;
+      if (b > best) { best = b; arg = 1; }
+      if (c > best) { best = c; arg = 2; }
+      if (d > best) { arg = 3; }
+      const float gj = g[j];
+      d0[2 * j] = arg == 0 ? gj : 0.0f;
+      d0[2 * j + 1] = arg == 1 ? gj : 0.0f;
+      d1[2 * j] = arg == 2 ? gj : 0.0f;
+      d1[2 * j + 1] = arg == 3 ? gj : 0.0f;
+    }
+    if (w & 1) {
+      d0[w - 1] = 0.0f;
+      d1[w - 1] = 0.0f;
+    }
+  }
+  if (h & 1)
+    for (int j = 0; j < w; ++j) dxp[static_cast<std::ptrdiff_t>(h - 1) * w + j] = 0.0f;
+}
+
+bool go_parallel(int planes, int h, int w) {
+#ifdef ZT_OPENMP
+  return static_cast<long>(planes) * h * w >= kParallelMin && planes > 1 && !omp_in_parallel() &&
+         omp_get_max_threads() > 1;
+#else
+  (void)planes, (void)h, (void)w;
+  return false;
+#endif
+}
+
+}  // namespace
+
+void maxpool2x2_forward_f32_portable(int planes, int h, int w, const float* x, float* y) {
+  ZT_CHECK(planes >= 0 && h >= 0 && w >= 0);
+  const std::ptrdiff_t in_sz = static_cast<std::ptrdiff_t>(h) * w;
+  const std::ptrdiff_t out_sz = static_cast<std::ptrdiff_t>(h / 2) * (w / 2);
+  const bool par = go_parallel(planes, h, w);
+  (void)par;
+#pragma omp parallel for schedule(static) if (par)
+  for (int p = 0; p < planes; ++p) pool_fwd_plane(h, w, x + p * in_sz, y + p * out_sz);
+}
+
+void maxpool2x2_backward_f32_portable(int planes, int h, int w, const float* x, const float* dy,
+                                      float* dx) {
+  ZT_CHECK(planes >= 0 && h >= 0 && w >= 0);
+  const std::ptrdiff_t in_sz = static_cast<std::ptrdiff_t>(h) * w;
+  const std::ptrdiff_t out_sz = static_cast<std::ptrdiff_t>(h / 2) * (w / 2);
+  const bool par = go_parallel(planes, h, w);
+  (void)par;
+#pragma omp parallel for schedule(static) if (par)
+  for (int p = 0; p < planes; ++p)
+    pool_bwd_plane(h, w, x + p * in_sz, dy + p * out_sz, dx + p * in_sz);
+}
+
+MaxPoolForwardF32Fn select_maxpool2x2_forward_f32(Isa isa) {
+  return isa == Isa::kReference ? &maxpool2x2_forward_f32_ref : &maxpool2x2_forward_f32_portable;
+}
+
+MaxPoolBackwardF32Fn select_maxpool2x2_backward_f32(Isa isa) {
+  return isa == Isa::kReference ? &maxpool2x2_backward_f32_ref
+                                : &maxpool2x2_backward_f32_portable;
+}
+
+}  // namespace zt::kernels

@@ -1,0 +1,73 @@
+// Portable ReLU: the same select as the reference in a loop GCC vectorises (no __restrict:
+// in-place use is allowed); large arrays are split across threads (elementwise, so the
+// result does not depend on the thread count).
+#include <cstddef>
+
+#ifdef ZT_OPENMP
+#include <omp.h>
+#endif
+
+#include "zotrain/kernels/relu.hpp"
+
+namespace zt::kernels {
+namespace {
+
+constexpr std::size_t kParallelMin = std::size_t{1} << 16;  // elements before forking
+constexpr std::size_t kChunk = 4096;                         // elements per work item
+
+inline void relu_fwd_span(std::size_t n, const float* x, float* y) {
+  for (std::size_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+inline void relu_bwd_span(std::size_t n, const float* y, const float* dy, float* dx) {
+  for (std::size_t i = 0; i < n; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+bool go_parallel(std::size_t n) {
+#ifdef ZT_OPENMP
+  return n >= kParallelMin && !omp_in_parallel() && omp_get_max_threads() > 1;
+#else
+  (void)n;
+  return false;
+#endif
+}
+
+}  // namespace
+
+void relu_forward_f32_portable(std::size_t n, const float* x, float* y) {
+  if (!go_parallel(n)) {
+    relu_fwd_span(n, x, y);
+    return;
+  }
+  const long chunks = static_cast<long>((n + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static)
+  for (long c = 0; c < chunks; ++c) {
+    const std::size_t b = static_cast<std::size_t>(c) * kChunk;
+    const std::size_t len = n - b < kChunk ? n - b : kChunk;
+    relu_fwd_span(len, x + b, y + b);
+  }
+}
+
+void relu_backward_f32_portable(std::size_t n, const float* y, const float* dy, float* dx) {
+  if (!go_parallel(n)) {
+    relu_bwd_span(n, y, dy, dx);
+    return;
+  }
+  const long chunks = static_cast<long>((n + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static)
+  for (long c = 0; c < chunks; ++c) {
+    const std::size_t b = static_cast<std::size_t>(c) * kChunk;
+    const std::size_t len = n - b < kChunk ? n - b : kChunk;
+    relu_bwd_span(len, y + b, dy + b, dx + b);
+  }
+}
+
+ReluForwardF32Fn select_relu_forward_f32(Isa isa) {
+  return isa == Isa::kReference ? &relu_forward_f32_ref : &relu_forward_f32_portable;
+}
+
+ReluBackwardF32Fn select_relu_backward_f32(Isa isa) {
+  return isa == Isa::kReference ? &relu_backward_f32_ref : &relu_backward_f32_portable;
+}
+
+}  // namespace zt::kernels

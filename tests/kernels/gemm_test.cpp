@@ -1,0 +1,171 @@
+// GEMM tests. Tolerance policy (all FP32 reduction kernels): |got − ref| ≤ 4·FLT_EPSILON·√K·
+// max|ref| with ref = gemm_f32_ref (double accumulation); elementwise kernels are bit-exact.
+// Guard values past every output row and after the buffer must survive. Thread count must not
+// change a single bit.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#ifdef ZT_OPENMP
+#include <omp.h>
+#endif
+
+#include "zotrain/kernels/gemm.hpp"
+
+namespace zt::kernels {
+namespace {
+
+constexpr float kTolC = 4.0f;
+constexpr float kGuard = -7777.25f;
+constexpr int kGuardTail = 19;
+
+std::vector<float> random_vec(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
+struct GemmCase {
+  bool ta, tb;
+  int m, n, k;
+  bool acc;
+};
+
+std::string describe(const GemmCase& c) {
+  return "ta=" + std::to_string(c.ta) + " tb=" + std::to_string(c.tb) + " m=" + std::to_string(c.m) +
+         " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) + " acc=" + std::to_string(c.acc);
+}
+
+// Runs fn and the reference on the same inputs (padded leading dimensions), checks the
+// tolerance and the guards. Returns the output of fn.
+std::vector<float> run_and_check(GemmF32Fn fn, const GemmCase& c, unsigned seed) {
+  const int lda = (c.ta ? c.m : c.k) + 3, ldb = (c.tb ? c.k : c.n) + 5, ldc = c.n + 2;
+  const int a_rows = c.ta ? c.k : c.m, b_rows = c.tb ? c.n : c.k;
+  const auto a = random_vec(static_cast<std::size_t>(a_rows) * lda + 1, seed);
+  const auto b = random_vec(static_cast<std::size_t>(b_rows) * ldb + 1, seed + 1);
+  const std::size_t c_size = static_cast<std::size_t>(c.m) * ldc;
+  auto c0 = random_vec(c_size + kGuardTail, seed + 2);
+  for (int i = 0; i < c.m; ++i)
+    for (int j = c.n; j < ldc; ++j) c0[static_cast<std::size_t>(i) * ldc + j] = kGuard;
+  for (int t = 0; t < kGuardTail; ++t) c0[c_size + t] = kGuard;
+  auto got = c0, want = c0;
+  fn(c.ta, c.tb, c.m, c.n, c.k, a.data(), lda, b.data(), ldb, got.data(), ldc, c.acc);
+  gemm_f32_ref(c.ta, c.tb, c.m, c.n, c.k, a.data(), lda, b.data(), ldb, want.data(), ldc, c.acc);
+  float max_ref = 0.0f;
+  for (int i = 0; i < c.m; ++i)
+    for (int j = 0; j < c.n; ++j) max_ref = std::max(max_ref, std::fabs(want[static_cast<std::size_t>(i) * ldc + j]));
+  const float tol = kTolC * FLT_EPSILON * std::sqrt(static_cast<float>(std::max(c.k, 1))) * max_ref;
+  int bad = 0;
+  for (int i = 0; i < c.m && bad < 5; ++i) {
+    for (int j = 0; j < ldc && bad < 5; ++j) {
+      const std::size_t idx = static_cast<std::size_t>(i) * ldc + j;
+      if (j >= c.n) {
+        if (got[idx] != kGuard) { ADD_FAILURE() << describe(c) << " guard clobbered at " << i << "," << j; ++bad; }
+      } else if (!(std::fabs(got[idx] - want[idx]) <= tol)) {
+        ADD_FAILURE() << describe(c) << " at " << i << "," << j << ": " << got[idx] << " vs " << want[idx] << " tol " << tol;
+        ++bad;
+      }
+    }
+  }
+  for (int t = 0; t < kGuardTail; ++t) EXPECT_EQ(got[c_size + t], kGuard) << describe(c) << " tail guard";
+  return got;
+}
+
+class GemmF32Test : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!isa_available(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not available";
+    fn_ = select_gemm_f32(GetParam());
+  }
+  GemmF32Fn fn_ = nullptr;
+};
+
+TEST_P(GemmF32Test, SelectsTheRequestedPath) {
+  if (GetParam() == Isa::kReference) { EXPECT_EQ(fn_, &gemm_f32_ref); }
+  if (GetParam() == Isa::kPortable) { EXPECT_EQ(fn_, &gemm_f32_portable); }
+}
+
+// Every combination of small sizes around the register tile (8 rows × 16/32 columns on
+// AVX-512, 8 × 8 on NEON): 0, 1, lanes±1, 2·lanes±1 for m, n and k.
+TEST_P(GemmF32Test, SmallSizeSweep) {
+  const int sizes[] = {0, 1, 3, 7, 8, 9, 15, 17, 31, 33};
+  unsigned seed = 1;
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (int acc = 0; acc < 2; ++acc)
+        for (int m : sizes)
+          for (int n : sizes)
+            for (int k : {0, 1, 5, 16, 17}) run_and_check(fn_, {ta != 0, tb != 0, m, n, k, acc != 0}, seed++);
+}
+
+TEST_P(GemmF32Test, LargeAndLeNetShapes) {
+  const GemmCase cases[] = {
+      {false, true, 32, 120, 784, false},   // fc1 forward
+      {false, false, 32, 784, 120, false},  // fc1 backward dx
+      {true, false, 120, 784, 32, true},    // fc1 backward dW
+      {false, true, 32, 10, 84, false},     // fc3 forward
+      {false, false, 6, 784, 25, true},     // conv1 forward (bias pre-filled)
+      {false, false, 16, 196, 150, true},   // conv2 forward
+      {false, true, 16, 150, 196, true},    // conv2 dW
+      {true, false, 150, 196, 16, false},   // conv2 dcol
+      {false, false, 130, 67, 1100, false}, // K spans several depth blocks
+      {true, true, 257, 45, 33, true},      // M spans several row blocks
+      {false, false, 3, 4200, 9, false},    // N spans several column blocks
+  };
+  unsigned seed = 1000;
+  for (const auto& c : cases) run_and_check(fn_, c, seed++);
+}
+
+TEST_P(GemmF32Test, KZeroClearsOrKeeps) {
+  std::vector<float> c(12, 3.0f);
+  fn_(false, false, 3, 4, 0, nullptr, 1, nullptr, 4, c.data(), 4, true);
+  for (float v : c) EXPECT_EQ(v, 3.0f);
+  fn_(false, false, 3, 4, 0, nullptr, 1, nullptr, 4, c.data(), 4, false);
+  for (float v : c) EXPECT_EQ(v, 0.0f);
+}
+
+TEST_P(GemmF32Test, NanPropagates) {
+  std::vector<float> a(4 * 5, 1.0f), b(5 * 40, 1.0f), c(4 * 40, 0.0f);
+  a[2 * 5 + 3] = NAN;
+  fn_(false, false, 4, 40, 5, a.data(), 5, b.data(), 40, c.data(), 40, false);
+  for (int j = 0; j < 40; ++j) {
+    EXPECT_TRUE(std::isnan(c[2 * 40 + j]));
+    EXPECT_EQ(c[1 * 40 + j], 5.0f);
+  }
+}
+
+#ifdef ZT_OPENMP
+TEST_P(GemmF32Test, BitIdenticalForAnyThreadCount) {
+  const int saved = omp_get_max_threads();
+  const GemmCase cases[] = {{false, true, 32, 120, 784, false}, {true, false, 120, 784, 32, true},
+                            {false, false, 100, 300, 700, true}, {true, true, 67, 129, 600, false}};
+  unsigned seed = 77;
+  for (const auto& c : cases) {
+    std::vector<std::vector<float>> outs;
+    for (int threads : {1, 2, 3}) {
+      omp_set_num_threads(threads);
+      outs.push_back(run_and_check(fn_, c, seed));
+    }
+    for (std::size_t i = 1; i < outs.size(); ++i)
+      EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[i].data(), outs[0].size() * sizeof(float)))
+          << describe(c) << " differs between thread counts";
+    ++seed;
+  }
+  omp_set_num_threads(saved);
+}
+#endif
+
+INSTANTIATE_TEST_SUITE_P(GemmF32, GemmF32Test,
+                         ::testing::Values(Isa::kReference, Isa::kPortable, Isa::kNeon),
+                         [](const auto& info) { return std::string(isa_name(info.param)); });
+
+}  // namespace
+}  // namespace zt::kernels
