@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Builds and runs the whole test suite: the host build (Release, -march=native) with ctest,
+# then the aarch64 cross build with ctest under qemu-aarch64 (-cpu cortex-a53).
+#   scripts/test.sh            host + aarch64
+#   scripts/test.sh --host     host only
+# Prints one closing line "tests: N passed, M failed".
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "${repo}"
+jobs="$(nproc)"
+host_only=0
+[[ "${1:-}" == "--host" ]] && host_only=1
+
+passed=0
+failed=0
+run_ctest() {  # preset
+  local log="build/$1-ctest.log" rc=0
+  ctest --preset "$1" -j "${jobs}" --timeout 900 2>&1 | tee "${log}" || rc=$?
+  local line
+  line="$(grep -E '[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "${log}" | tail -n 1 || true)"
+  if [[ -n "${line}" ]]; then
+    local total fail
+    fail="$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"${line}")"
+    total="$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\2/' <<<"${line}")"
+    passed=$((passed + total - fail))
+    failed=$((failed + fail))
+  else
+    failed=$((failed + 1))
+  fi
+  return "${rc}"
+}
+
+status=0
+echo "== host build =="
+cmake --preset host -DZT_WERROR=ON >/dev/null
+cmake --build --preset host -j "${jobs}"
+run_ctest host || status=1
+
+if [[ "${host_only}" -eq 0 ]]; then
+  echo "== aarch64 cross build, tests under qemu-aarch64 -cpu cortex-a53 =="
+  cmake --preset aarch64 -DZT_WERROR=ON >/dev/null
+  cmake --build --preset aarch64 -j "${jobs}"
+  run_ctest aarch64 || status=1
+fi
+
+echo "tests: ${passed} passed, ${failed} failed"
+exit "${status}"
