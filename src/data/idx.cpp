@@ -210,11 +210,14 @@ std::string find_idx_file(const std::string& root, const std::string& stem) {
 }
 
 ImageDataset load_image_dataset(const std::string& root, int train_limit, int test_limit) {
-  ImageDataset ds;
-  ds.train = load_idx_pair(find_idx_file(root, "train-images-idx3-ubyte"),
-                           find_idx_file(root, "train-labels-idx1-ubyte"), train_limit);
+  // Looked up in a fixed order, so a missing directory is reported the same way every time.
+  const std::string train_images = find_idx_file(root, "train-images-idx3-ubyte");
+  const std::string train_labels = find_idx_file(root, "train-labels-idx1-ubyte");
   const std::string test_images = find_idx_file(root, "t10k-images-idx3-ubyte");
-  ds.test = load_idx_pair(test_images, find_idx_file(root, "t10k-labels-idx1-ubyte"), test_limit);
+  const std::string test_labels = find_idx_file(root, "t10k-labels-idx1-ubyte");
+  ImageDataset ds;
+  ds.train = load_idx_pair(train_images, train_labels, train_limit);
+  ds.test = load_idx_pair(test_images, test_labels, test_limit);
   if (ds.test.rows != ds.train.rows || ds.test.cols != ds.train.cols) {
     throw Error(test_images + ": images are " + std::to_string(ds.test.rows) + "x" +
                 std::to_string(ds.test.cols) + " but the training images are " +

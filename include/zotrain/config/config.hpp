@@ -13,7 +13,7 @@ namespace zt::config {
 
 struct DataConfig {
   std::string dataset = "mnist";       // mnist | fashion_mnist
-  std::string root = "data/mnist-subset";  // relative paths resolve against the config file's dir, then cwd
+  std::string root = "data/mnist-subset";  // as written; use resolve_path() (config dir, then cwd)
   std::int64_t train_limit = 0;        // 0 = all
   std::int64_t test_limit = 0;         // 0 = all
 };
@@ -33,7 +33,7 @@ struct DecayConfig {
 struct OptimizerConfig {
   std::string name = "sgd";            // sgd | adam (the backprop part)
   double lr = 0.0;                     // ZO part (and BP part unless bp_lr set); 0 = method default
-  double bp_lr = -1.0;                 // < 0 = same as lr
+  double bp_lr = -1.0;                 // -1 = same as lr (JSON: -1, null or absent)
   DecayConfig decay;
 };
 struct ZoConfig {
@@ -62,22 +62,36 @@ struct ExperimentConfig {
   ZoConfig zo;
   TrainConfig train;
   OutputConfig output;
-  std::string source_dir = ".";        // directory of the config file (not a key)
+  std::string source_dir = ".";        // absolute directory of the config file (not a key)
 };
 
 // Reads `path` (may be empty: defaults only), applies `overrides` ("dotted.key=value"; the value
-// is parsed as JSON when it parses, else taken as a string), validates, returns the struct.
+// is parsed as JSON when it parses, else taken as a string; string-valued keys take the text
+// verbatim unless it is a quoted JSON string, so --set name=123 works), validates, returns the
+// struct with source_dir set to the file's absolute directory ("." when path is empty).
+// The file may contain // and /* */ comments. A key may also name a whole section
+// (--set 'zo={"eps":0.01}'). Keys the file leaves out keep the struct's defaults.
 ExperimentConfig load_config(const std::string& path, const std::vector<std::string>& overrides);
 
-// Parses a JSON document text (for tests) the same way; `origin` names it in errors.
+// Parses a JSON document text (for tests) the same way; `origin` names it in errors;
+// source_dir is ".".
 ExperimentConfig parse_config(const std::string& json_text, const std::string& origin,
                               const std::vector<std::string>& overrides);
+
+// Path rule for inputs named in a config (data.root): absolute paths and "" are returned as
+// they are; a relative path is taken relative to the config file's directory (source_dir) if it
+// exists there, else returned unchanged (i.e. relative to the current directory). Outputs
+// (output.dir) do not exist yet, so this rule leaves them relative to the current directory.
+std::string resolve_path(const ExperimentConfig& cfg, const std::string& p);
 
 // The effective config as pretty JSON text (every key, defaults included).
 std::string to_json_text(const ExperimentConfig& cfg);
 
 // One line per key: "  key (type, default X): help" — for `zotrain --help`.
 std::string keys_help();
+
+// Every dotted key of the schema, in schema order.
+std::vector<std::string> key_names();
 
 // Resolves method.partition against L parametric layers: a number in [0, L] or a named setting
 // (zo-feat-cls1 = L−2, zo-feat-cls2 = L−1). full_bp forces 0 and full_zo forces L; elastic_zo

@@ -1,0 +1,540 @@
+#include "zotrain/config/config.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string_view>
+#include <variant>
+
+#include "zotrain/core/error.hpp"
+
+namespace zt::config {
+namespace {
+
+using Json = nlohmann::json;
+using OrderedJson = nlohmann::ordered_json;
+
+// ---- the schema ---------------------------------------------------------------------------
+
+enum class Type { kInt, kSeed, kNumber, kString, kEnum, kPartition };
+
+using IntRef = std::int64_t& (*)(ExperimentConfig&);
+using SeedRef = std::uint64_t& (*)(ExperimentConfig&);
+using NumberRef = double& (*)(ExperimentConfig&);
+using StringRef = std::string& (*)(ExperimentConfig&);
+using Ref = std::variant<IntRef, SeedRef, NumberRef, StringRef>;
+
+// Numeric range: lo/hi with open or closed ends; `sentinel` is one extra allowed value.
+struct Range {
+  double lo = -std::numeric_limits<double>::infinity();
+  double hi = std::numeric_limits<double>::infinity();
+  bool lo_open = false, hi_open = false;
+  bool has_sentinel = false;
+  double sentinel = 0;
+};
+
+struct Key {
+  std::string_view path;
+  Type type;
+  Ref ref;
+  Range range;
+  std::vector<std::string_view> choices;  // kEnum
+  std::string_view help;
+};
+
+Range at_least(double lo) { return Range{.lo = lo}; }
+Range above(double lo) { return Range{.lo = lo, .lo_open = true}; }
+
+// `+` turns the capture-less lambda into the plain function pointer the variant holds.
+#define ZT_FIELD(member) +[](ExperimentConfig& c) -> decltype(auto) { return (c.member); }
+
+const std::vector<Key>& schema() {
+  static const std::vector<Key> keys = {
+      {"name", Type::kString, ZT_FIELD(name), {}, {}, "experiment name (names runs/<name>)"},
+      {"seed", Type::kSeed, ZT_FIELD(seed), {}, {}, "seed of every random choice in the run"},
+      {"data.dataset", Type::kEnum, ZT_FIELD(data.dataset), {}, {"mnist", "fashion_mnist"},
+       "image data set (selects the normalisation)"},
+      {"data.root", Type::kString, ZT_FIELD(data.root), {}, {},
+       "directory with the IDX files; relative: config file's directory if it exists there, "
+       "else the current directory"},
+      {"data.train_limit", Type::kInt, ZT_FIELD(data.train_limit), at_least(0), {},
+       "use only the first N training images (0 = all)"},
+      {"data.test_limit", Type::kInt, ZT_FIELD(data.test_limit), at_least(0), {},
+       "use only the first N test images (0 = all)"},
+      {"model.arch", Type::kEnum, ZT_FIELD(model.arch), {}, {"lenet5"}, "network"},
+      {"model.precision", Type::kEnum, ZT_FIELD(model.precision), {}, {"fp32"},
+       "arithmetic of training"},
+      {"method.name", Type::kEnum, ZT_FIELD(method.name), {},
+       {"full_bp", "full_zo", "elastic_zo"}, "training algorithm"},
+      {"method.partition", Type::kPartition, ZT_FIELD(method.partition), {}, {},
+       "partition point C (layers 1..C by ZO, the rest by backprop): an integer in [0, L] or "
+       "zo-feat-cls1 (L-2) | zo-feat-cls2 (L-1); elastic_zo only"},
+      {"method.bp_activations", Type::kEnum, ZT_FIELD(method.bp_activations), {},
+       {"minus", "average"},
+       "activations the backprop part uses: minus (theta-eps*z pass) | average (both passes)"},
+      {"optimizer.name", Type::kEnum, ZT_FIELD(optimizer.name), {}, {"sgd", "adam"},
+       "optimizer of the backprop part"},
+      {"optimizer.lr", Type::kNumber, ZT_FIELD(optimizer.lr), at_least(0), {},
+       "learning rate of the ZO part (and of the BP part unless bp_lr is set); 0 = method "
+       "default"},
+      {"optimizer.bp_lr", Type::kNumber, ZT_FIELD(optimizer.bp_lr),
+       Range{.lo = 0, .has_sentinel = true, .sentinel = -1}, {},
+       "learning rate of the backprop part; -1 or null = same as optimizer.lr"},
+      {"optimizer.decay.factor", Type::kNumber, ZT_FIELD(optimizer.decay.factor),
+       Range{.lo = 0, .hi = 1, .lo_open = true}, {}, "learning-rate decay factor"},
+      {"optimizer.decay.every_epochs", Type::kInt, ZT_FIELD(optimizer.decay.every_epochs),
+       at_least(0), {}, "multiply the learning rates by factor every N epochs (0 = never)"},
+      {"zo.eps", Type::kNumber, ZT_FIELD(zo.eps), above(0), {}, "ZO perturbation size epsilon"},
+      {"zo.grad_clip", Type::kNumber, ZT_FIELD(zo.grad_clip), above(0), {},
+       "clip the projected ZO gradient to [-grad_clip, grad_clip]"},
+      {"train.epochs", Type::kInt, ZT_FIELD(train.epochs), at_least(1), {}, "training epochs"},
+      {"train.batch_size", Type::kInt, ZT_FIELD(train.batch_size), at_least(1), {},
+       "minibatch size"},
+      {"train.threads", Type::kInt, ZT_FIELD(train.threads), at_least(0), {},
+       "worker threads (0 = all cores)"},
+      {"train.max_steps", Type::kInt, ZT_FIELD(train.max_steps), at_least(0), {},
+       "stop after this many steps in total (0 = no limit)"},
+      {"train.eval_every", Type::kInt, ZT_FIELD(train.eval_every), at_least(1), {},
+       "evaluate on the test set every N epochs (and at the end)"},
+      {"output.dir", Type::kString, ZT_FIELD(output.dir), {}, {},
+       "output directory (empty = runs/<name>)"},
+      {"output.checkpoint_every", Type::kInt, ZT_FIELD(output.checkpoint_every), at_least(0), {},
+       "write a checkpoint every N epochs (0 = only at the end)"},
+  };
+  return keys;
+}
+
+#undef ZT_FIELD
+
+const Key* find_key(std::string_view path) {
+  for (const Key& k : schema())
+    if (k.path == path) return &k;
+  return nullptr;
+}
+
+// True when `path` names a section (a proper prefix of some key, ending at a dot).
+bool is_section(std::string_view path) {
+  for (const Key& k : schema())
+    if (k.path.size() > path.size() && k.path.substr(0, path.size()) == path &&
+        k.path[path.size()] == '.')
+      return true;
+  return false;
+}
+
+// ---- helpers ------------------------------------------------------------------------------
+
+std::string lower(std::string_view s) {
+  std::string r(s);
+  for (char& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return r;
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+// Every key and section name, for suggestions.
+std::vector<std::string> all_names() {
+  std::vector<std::string> names;
+  for (const Key& k : schema()) {
+    std::string_view p = k.path;
+    for (std::size_t dot = p.find('.'); dot != std::string_view::npos; dot = p.find('.', dot + 1))
+      names.emplace_back(p.substr(0, dot));
+    names.emplace_back(p);
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+[[noreturn]] void unknown_key(const std::string& origin, const std::string& path) {
+  std::string best;
+  std::size_t best_d = std::numeric_limits<std::size_t>::max();
+  for (const std::string& n : all_names()) {
+    const std::size_t d = edit_distance(lower(path), n);
+    if (d < best_d) best_d = d, best = n;
+  }
+  std::string msg = origin + ": unknown key '" + path + "'";
+  if (best_d <= std::max<std::size_t>(3, path.size() / 3)) {
+    msg += " (did you mean '" + best + "'?)";
+  } else {
+    msg += " (zotrain --help lists the valid keys)";
+  }
+  throw Error(msg);
+}
+
+const char* type_name(const Key& k) {
+  switch (k.type) {
+    case Type::kInt: return "an integer";
+    case Type::kSeed: return "a non-negative integer";
+    case Type::kNumber: return "a number";
+    case Type::kString: return "a string";
+    case Type::kEnum: return "a string";
+    case Type::kPartition: return "an integer or a partition name";
+  }
+  return "?";
+}
+
+std::string format_number(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+std::string join(const std::vector<std::string_view>& v, const char* sep) {
+  std::string r;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) r += sep;
+    r += v[i];
+  }
+  return r;
+}
+
+std::string describe_range(const Range& r) {
+  const bool lo = std::isfinite(r.lo), hi = std::isfinite(r.hi);
+  std::string s;
+  if (lo && hi) {
+    s = std::string("in ") + (r.lo_open ? "(" : "[") + format_number(r.lo) + ", " +
+        format_number(r.hi) + (r.hi_open ? ")" : "]");
+  } else if (lo) {
+    s = std::string(r.lo_open ? "> " : ">= ") + format_number(r.lo);
+  } else if (hi) {
+    s = std::string(r.hi_open ? "< " : "<= ") + format_number(r.hi);
+  }
+  if (r.has_sentinel) s += " or " + format_number(r.sentinel);
+  return s;
+}
+
+bool in_range(const Range& r, double v) {
+  if (r.has_sentinel && v == r.sentinel) return true;
+  if (std::isnan(v)) return false;
+  if (r.lo_open ? !(v > r.lo) : !(v >= r.lo)) return false;
+  if (r.hi_open ? !(v < r.hi) : !(v <= r.hi)) return false;
+  return true;
+}
+
+constexpr std::string_view kPartitionNames[] = {"zo-feat-cls1", "zo-feat-cls2"};
+
+// Canonical text of a partition given as text: decimal digits (leading zeros dropped) or a
+// lower-case name. Empty when neither.
+std::string canonical_partition(std::string_view s) {
+  const std::string l = lower(s);
+  for (std::string_view n : kPartitionNames)
+    if (l == n) return l;
+  if (s.empty() || s.size() > 9 || !std::all_of(s.begin(), s.end(), [](char c) {
+        return c >= '0' && c <= '9';
+      }))
+    return "";
+  return std::to_string(std::stol(std::string(s)));
+}
+
+// ---- applying values ----------------------------------------------------------------------
+
+class Applier {
+ public:
+  Applier(ExperimentConfig& cfg, std::string origin) : cfg_(cfg), origin_(std::move(origin)) {}
+
+  // Applies every member of the object `j` found at `prefix` ("" for the document).
+  void apply_object(const Json& j, const std::string& prefix) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      apply(prefix.empty() ? it.key() : prefix + "." + it.key(), it.value(), nullptr);
+    }
+  }
+
+  // `raw` (from --set) is the value's text: string-typed keys take it verbatim unless it is a
+  // JSON string literal, so `--set name=123` names the run "123".
+  void apply(const std::string& path, const Json& v, const std::string* raw) {
+    const Key* k = find_key(path);
+    if (!k) {
+      if (!is_section(path)) unknown_key(origin_, path);
+      if (!v.is_object()) {
+        throw Error(origin_ + ": key '" + path + "' is a section and must be an object, got " +
+                    v.dump());
+      }
+      apply_object(v, path);
+      return;
+    }
+    if (raw && !v.is_string() &&
+        (k->type == Type::kString || k->type == Type::kEnum)) {
+      apply(path, Json(*raw), nullptr);
+      return;
+    }
+    set(*k, v);
+  }
+
+ private:
+  [[noreturn]] void wrong(const Key& k, const Json& v, const std::string& expected) const {
+    throw Error(origin_ + ": key '" + std::string(k.path) + "' must be " + expected + ", got " +
+                v.dump());
+  }
+
+  void set(const Key& k, const Json& v) const {
+    switch (k.type) {
+      case Type::kInt: {
+        std::int64_t x = 0;
+        if (v.is_number_integer()) {
+          if (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t{INT64_MAX})
+            wrong(k, v, "an integer " + describe_range(k.range));
+          x = v.get<std::int64_t>();
+        } else if (v.is_number_float() && std::nearbyint(v.get<double>()) == v.get<double>() &&
+                   std::fabs(v.get<double>()) < 9e15) {
+          x = static_cast<std::int64_t>(v.get<double>());
+        } else {
+          wrong(k, v, "an integer");
+        }
+        if (!in_range(k.range, static_cast<double>(x))) {
+          wrong(k, v, "an integer " + describe_range(k.range));
+        }
+        std::get<IntRef>(k.ref)(cfg_) = x;
+        return;
+      }
+      case Type::kSeed:
+        if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<std::int64_t>() < 0)) {
+          wrong(k, v, type_name(k));
+        }
+        std::get<SeedRef>(k.ref)(cfg_) = v.get<std::uint64_t>();
+        return;
+      case Type::kNumber: {
+        if (v.is_null() && k.range.has_sentinel) {
+          std::get<NumberRef>(k.ref)(cfg_) = k.range.sentinel;
+          return;
+        }
+        if (!v.is_number()) wrong(k, v, "a number");
+        const double x = v.get<double>();
+        if (!in_range(k.range, x)) {
+          wrong(k, v, describe_range(k.range) + (k.range.has_sentinel ? " (or null)" : ""));
+        }
+        std::get<NumberRef>(k.ref)(cfg_) = x;
+        return;
+      }
+      case Type::kString:
+        if (!v.is_string()) wrong(k, v, "a string");
+        std::get<StringRef>(k.ref)(cfg_) = v.get<std::string>();
+        return;
+      case Type::kEnum: {
+        const std::string expected = "one of " + join(k.choices, ", ");
+        if (!v.is_string()) wrong(k, v, expected);
+        const std::string s = lower(v.get<std::string>());
+        for (std::string_view c : k.choices) {
+          if (s == c) {
+            std::get<StringRef>(k.ref)(cfg_) = std::string(c);
+            return;
+          }
+        }
+        wrong(k, v, expected);
+      }
+      case Type::kPartition: {
+        const std::string expected = "an integer >= 0 or one of " +
+                                     std::string(kPartitionNames[0]) + ", " +
+                                     std::string(kPartitionNames[1]);
+        std::string canon;
+        if (v.is_number_integer()) {
+          if (!v.is_number_unsigned() && v.get<std::int64_t>() < 0) wrong(k, v, expected);
+          if (v.get<std::uint64_t>() > 1000000) wrong(k, v, expected);
+          canon = std::to_string(v.get<std::uint64_t>());
+        } else if (v.is_string()) {
+          canon = canonical_partition(v.get<std::string>());
+        }
+        if (canon.empty()) wrong(k, v, expected);
+        std::get<StringRef>(k.ref)(cfg_) = canon;
+        return;
+      }
+    }
+  }
+
+  ExperimentConfig& cfg_;
+  std::string origin_;
+};
+
+Json parse_document(const std::string& text, const std::string& origin) {
+  try {
+    return Json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
+  } catch (const Json::parse_error& e) {
+    // e.byte is 1-based; turn it into line and column for the message.
+    std::size_t line = 1, col = 1;
+    const std::size_t end = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+    for (std::size_t i = 0; i < end; ++i) {
+      if (text[i] == '\n') ++line, col = 1;
+      else ++col;
+    }
+    std::string detail = e.what();
+    // Drop nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 2: ".
+    if (const auto p = detail.find(": "); p != std::string::npos) detail = detail.substr(p + 2);
+    throw Error(origin + ": malformed JSON at line " + std::to_string(line) + ", column " +
+                std::to_string(col) + " (byte " + std::to_string(e.byte) + "): " + detail);
+  }
+}
+
+void apply_override(ExperimentConfig& cfg, const std::string& ov) {
+  const auto eq = ov.find('=');
+  if (eq == std::string::npos) {
+    throw Error("--set " + ov + ": missing '=', expected dotted.key=value (e.g. "
+                "--set train.epochs=3)");
+  }
+  const std::string key = ov.substr(0, eq), text = ov.substr(eq + 1);
+  if (key.empty()) throw Error("--set " + ov + ": empty key, expected dotted.key=value");
+  Json v = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (v.is_discarded()) v = text;
+  Applier(cfg, "--set").apply(key, v, &text);
+}
+
+ExperimentConfig parse_with_source_dir(const std::string& json_text, const std::string& origin,
+                                       const std::vector<std::string>& overrides,
+                                       const std::string& source_dir) {
+  ExperimentConfig cfg;
+  cfg.source_dir = source_dir;
+  const Json doc = parse_document(json_text, origin);
+  if (!doc.is_object()) {
+    throw Error(origin + ": the top level must be a JSON object, got " +
+                std::string(doc.type_name()));
+  }
+  Applier(cfg, origin).apply_object(doc, "");
+  for (const std::string& ov : overrides) apply_override(cfg, ov);
+  return cfg;
+}
+
+OrderedJson value_json(const Key& k, const ExperimentConfig& c) {
+  auto& cfg = const_cast<ExperimentConfig&>(c);  // the accessors only read here
+  switch (k.type) {
+    case Type::kInt: return std::get<IntRef>(k.ref)(cfg);
+    case Type::kSeed: return std::get<SeedRef>(k.ref)(cfg);
+    case Type::kNumber: {
+      const double v = std::get<NumberRef>(k.ref)(cfg);
+      if (k.range.has_sentinel && v == k.range.sentinel) return nullptr;
+      return v;
+    }
+    case Type::kString:
+    case Type::kEnum: return std::get<StringRef>(k.ref)(cfg);
+    case Type::kPartition: {
+      const std::string& p = std::get<StringRef>(k.ref)(cfg);
+      if (!p.empty() && std::isdigit(static_cast<unsigned char>(p[0]))) return std::stoll(p);
+      return p;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+ExperimentConfig parse_config(const std::string& json_text, const std::string& origin,
+                              const std::vector<std::string>& overrides) {
+  return parse_with_source_dir(json_text, origin, overrides, ".");
+}
+
+ExperimentConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  if (path.empty()) return parse_with_source_dir("{}", "(defaults)", overrides, ".");
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw Error(path + ": is a directory, expected a JSON config file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open config file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw Error(path + ": read error");
+  fs::path dir = fs::absolute(fs::path(path), ec).parent_path();
+  if (ec || dir.empty()) dir = fs::path(path).parent_path();
+  return parse_with_source_dir(text.str(), path, overrides,
+                               dir.empty() ? "." : dir.lexically_normal().string());
+}
+
+std::string resolve_path(const ExperimentConfig& cfg, const std::string& p) {
+  namespace fs = std::filesystem;
+  if (p.empty() || fs::path(p).is_absolute()) return p;
+  std::error_code ec;
+  const fs::path beside = (fs::path(cfg.source_dir) / p).lexically_normal();
+  if (fs::exists(beside, ec)) return beside.string();
+  return p;
+}
+
+std::string to_json_text(const ExperimentConfig& cfg) {
+  OrderedJson doc = OrderedJson::object();
+  for (const Key& k : schema()) {
+    OrderedJson* node = &doc;
+    std::string_view rest = k.path;
+    for (auto dot = rest.find('.'); dot != std::string_view::npos; dot = rest.find('.')) {
+      node = &(*node)[std::string(rest.substr(0, dot))];
+      rest = rest.substr(dot + 1);
+    }
+    (*node)[std::string(rest)] = value_json(k, cfg);
+  }
+  return doc.dump(2) + "\n";
+}
+
+std::string keys_help() {
+  const ExperimentConfig defaults;
+  std::string out;
+  for (const Key& k : schema()) {
+    std::string type;
+    switch (k.type) {
+      case Type::kInt: type = "integer " + describe_range(k.range); break;
+      case Type::kSeed: type = "integer >= 0"; break;
+      case Type::kNumber:
+        type = "number " + describe_range(k.range) + (k.range.has_sentinel ? " or null" : "");
+        break;
+      case Type::kString: type = "string"; break;
+      case Type::kEnum: type = join(k.choices, " | "); break;
+      case Type::kPartition: type = "integer | zo-feat-cls1 | zo-feat-cls2"; break;
+    }
+    out += "  " + std::string(k.path) + " (" + type + ", default " +
+           value_json(k, defaults).dump() + "): " + std::string(k.help) + "\n";
+  }
+  return out;
+}
+
+std::vector<std::string> key_names() {
+  std::vector<std::string> names;
+  for (const Key& k : schema()) names.emplace_back(k.path);
+  return names;
+}
+
+int resolve_partition(const MethodConfig& m, int num_layers) {
+  ZT_CHECK(num_layers >= 1);
+  const std::string L = std::to_string(num_layers);
+  const std::string method = lower(m.name);
+  if (method == "full_bp") return 0;
+  if (method == "full_zo") return num_layers;
+  if (method != "elastic_zo") {
+    throw Error("method.name: unknown method '" + m.name +
+                "', expected one of full_bp, full_zo, elastic_zo");
+  }
+  const std::string canon = canonical_partition(m.partition);
+  int c = 0;
+  if (canon == kPartitionNames[0]) {
+    c = num_layers - 2;
+  } else if (canon == kPartitionNames[1]) {
+    c = num_layers - 1;
+  } else if (!canon.empty()) {
+    const long v = std::stol(canon);
+    if (v > num_layers) {
+      throw Error("method.partition: " + m.partition + " is out of range: the model has " + L +
+                  " parametric layers, so C must be in [0, " + L + "]");
+    }
+    c = static_cast<int>(v);
+  } else {
+    throw Error("method.partition: '" + m.partition + "' is not an integer or one of " +
+                std::string(kPartitionNames[0]) + ", " + std::string(kPartitionNames[1]));
+  }
+  if (c <= 0 || c >= num_layers) {
+    throw Error("method.partition: " + m.partition + " gives C = " + std::to_string(c) +
+                ", but elastic_zo needs 0 < C < " + L + " (C = 0 is full_bp, C = " + L +
+                " is full_zo)");
+  }
+  return c;
+}
+
+}  // namespace zt::config

@@ -1,0 +1,319 @@
+#include "zotrain/config/config.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <initializer_list>
+#include <string>
+
+#include "zotrain/core/error.hpp"
+
+namespace zt::config {
+namespace {
+
+// Expects zt::Error whose one-line message contains every one of `parts`.
+void expect_error(const std::function<void()>& fn, std::initializer_list<std::string> parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected zt::Error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
+  }
+}
+
+ExperimentConfig parse(const std::string& text, std::initializer_list<std::string> ov = {}) {
+  return parse_config(text, "config.json", std::vector<std::string>(ov));
+}
+
+void expect_same(const ExperimentConfig& a, const ExperimentConfig& b) {
+  EXPECT_EQ(to_json_text(a), to_json_text(b));
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.seed, b.seed);
+  EXPECT_EQ(a.data.dataset, b.data.dataset);
+  EXPECT_EQ(a.data.root, b.data.root);
+  EXPECT_EQ(a.data.train_limit, b.data.train_limit);
+  EXPECT_EQ(a.data.test_limit, b.data.test_limit);
+  EXPECT_EQ(a.model.arch, b.model.arch);
+  EXPECT_EQ(a.model.precision, b.model.precision);
+  EXPECT_EQ(a.method.name, b.method.name);
+  EXPECT_EQ(a.method.partition, b.method.partition);
+  EXPECT_EQ(a.method.bp_activations, b.method.bp_activations);
+  EXPECT_EQ(a.optimizer.name, b.optimizer.name);
+  EXPECT_EQ(a.optimizer.lr, b.optimizer.lr);
+  EXPECT_EQ(a.optimizer.bp_lr, b.optimizer.bp_lr);
+  EXPECT_EQ(a.optimizer.decay.factor, b.optimizer.decay.factor);
+  EXPECT_EQ(a.optimizer.decay.every_epochs, b.optimizer.decay.every_epochs);
+  EXPECT_EQ(a.zo.eps, b.zo.eps);
+  EXPECT_EQ(a.zo.grad_clip, b.zo.grad_clip);
+  EXPECT_EQ(a.train.epochs, b.train.epochs);
+  EXPECT_EQ(a.train.batch_size, b.train.batch_size);
+  EXPECT_EQ(a.train.threads, b.train.threads);
+  EXPECT_EQ(a.train.max_steps, b.train.max_steps);
+  EXPECT_EQ(a.train.eval_every, b.train.eval_every);
+  EXPECT_EQ(a.output.dir, b.output.dir);
+  EXPECT_EQ(a.output.checkpoint_every, b.output.checkpoint_every);
+}
+
+TEST(ConfigTest, EmptyObjectGivesDefaults) {
+  const ExperimentConfig d;
+  expect_same(parse("{}"), d);
+  expect_same(load_config("", {}), d);
+  EXPECT_EQ(parse("{}").optimizer.bp_lr, -1.0);
+}
+
+TEST(ConfigTest, ParsesEveryKind) {
+  const ExperimentConfig c = parse(R"({
+    // comments are allowed
+    "name": "x", "seed": 18446744073709551615,
+    "data": {"dataset": "Fashion_MNIST", "train_limit": 100},
+    "method": {"name": "full_zo", "partition": 3, "bp_activations": "average"},
+    "optimizer": {"name": "adam", "lr": 0.002, "bp_lr": 0.1, "decay": {"factor": 1, "every_epochs": 0}},
+    "zo": {"eps": 1e-2},
+    "train": {"epochs": 2.0, "batch_size": 64}
+  })");
+  EXPECT_EQ(c.name, "x");
+  EXPECT_EQ(c.seed, 18446744073709551615ull);
+  EXPECT_EQ(c.data.dataset, "fashion_mnist");  // enums are case-insensitive, stored canonical
+  EXPECT_EQ(c.data.train_limit, 100);
+  EXPECT_EQ(c.method.name, "full_zo");
+  EXPECT_EQ(c.method.partition, "3");
+  EXPECT_EQ(c.method.bp_activations, "average");
+  EXPECT_EQ(c.optimizer.name, "adam");
+  EXPECT_EQ(c.optimizer.lr, 0.002);
+  EXPECT_EQ(c.optimizer.bp_lr, 0.1);
+  EXPECT_EQ(c.optimizer.decay.factor, 1.0);
+  EXPECT_EQ(c.optimizer.decay.every_epochs, 0);
+  EXPECT_EQ(c.zo.eps, 0.01);
+  EXPECT_EQ(c.train.epochs, 2);
+  EXPECT_EQ(c.train.batch_size, 64);
+  EXPECT_EQ(c.train.threads, 0);  // untouched keys keep defaults
+}
+
+TEST(ConfigTest, UnknownKeySuggestsNearest) {
+  expect_error([] { parse(R"({"optimizer": {"lrr": 0.01}})"); },
+               {"config.json: unknown key 'optimizer.lrr' (did you mean 'optimizer.lr'?)"});
+  expect_error([] { parse(R"({"train": {"batchsize": 3}})"); },
+               {"'train.batchsize'", "did you mean 'train.batch_size'"});
+  expect_error([] { parse(R"({"optimiser": {"lr": 0.01}})"); },
+               {"'optimiser'", "did you mean 'optimizer'"});
+  expect_error([] { parse(R"({"zzzzzzzzzzzzzzzzzzzzzzzz": 1})"); },
+               {"unknown key 'zzzzzzzzzzzzzzzzzzzzzzzz'", "--help"});
+  expect_error([] { parse(R"({"source_dir": "/"})"); }, {"unknown key 'source_dir'"});
+}
+
+TEST(ConfigTest, WrongTypes) {
+  expect_error([] { parse(R"({"train": {"batch_size": "abc"}})"); },
+               {"config.json: key 'train.batch_size' must be an integer, got \"abc\""});
+  expect_error([] { parse(R"({"train": {"epochs": 2.5}})"); },
+               {"'train.epochs'", "must be an integer", "2.5"});
+  expect_error([] { parse(R"({"optimizer": {"lr": "fast"}})"); },
+               {"'optimizer.lr'", "must be a number"});
+  expect_error([] { parse(R"({"name": 5})"); }, {"'name'", "must be a string, got 5"});
+  expect_error([] { parse(R"({"seed": -1})"); }, {"'seed'", "non-negative integer"});
+  expect_error([] { parse(R"({"train": 3})"); }, {"'train'", "section", "object"});
+  expect_error([] { parse(R"({"train": {"epochs": {"x": 1}}})"); },
+               {"'train.epochs'", "must be an integer"});
+  expect_error([] { parse(R"([1, 2])"); }, {"config.json", "top level", "object"});
+}
+
+TEST(ConfigTest, OutOfRange) {
+  struct Case {
+    const char* json;
+    const char* key;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {R"({"train": {"batch_size": 0}})", "train.batch_size", ">= 1"},
+      {R"({"train": {"epochs": 0}})", "train.epochs", ">= 1"},
+      {R"({"train": {"threads": -1}})", "train.threads", ">= 0"},
+      {R"({"train": {"max_steps": -1}})", "train.max_steps", ">= 0"},
+      {R"({"train": {"eval_every": 0}})", "train.eval_every", ">= 1"},
+      {R"({"data": {"train_limit": -5}})", "data.train_limit", ">= 0"},
+      {R"({"data": {"test_limit": -5}})", "data.test_limit", ">= 0"},
+      {R"({"optimizer": {"lr": -0.1}})", "optimizer.lr", ">= 0"},
+      {R"({"optimizer": {"bp_lr": -0.5}})", "optimizer.bp_lr", ">= 0 or -1"},
+      {R"({"zo": {"eps": 0}})", "zo.eps", "> 0"},
+      {R"({"zo": {"grad_clip": 0}})", "zo.grad_clip", "> 0"},
+      {R"({"optimizer": {"decay": {"factor": 0}}})", "optimizer.decay.factor", "in (0, 1]"},
+      {R"({"optimizer": {"decay": {"factor": 1.5}}})", "optimizer.decay.factor", "in (0, 1]"},
+      {R"({"optimizer": {"decay": {"every_epochs": -1}}})", "optimizer.decay.every_epochs",
+       ">= 0"},
+      {R"({"output": {"checkpoint_every": -1}})", "output.checkpoint_every", ">= 0"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.json);
+    expect_error([&] { parse(c.json); }, {"config.json: key '" + std::string(c.key) + "'", c.expect});
+  }
+}
+
+TEST(ConfigTest, BpLrSentinel) {
+  EXPECT_EQ(parse(R"({"optimizer": {"bp_lr": null}})").optimizer.bp_lr, -1.0);
+  EXPECT_EQ(parse(R"({"optimizer": {"bp_lr": -1}})").optimizer.bp_lr, -1.0);
+  EXPECT_EQ(parse(R"({"optimizer": {"bp_lr": 0}})").optimizer.bp_lr, 0.0);
+  EXPECT_NE(to_json_text(parse("{}")).find("\"bp_lr\": null"), std::string::npos);
+}
+
+TEST(ConfigTest, Enums) {
+  struct Case {
+    const char* json;
+    const char* key;
+    const char* allowed;
+  };
+  const Case cases[] = {
+      {R"({"data": {"dataset": "cifar10"}})", "data.dataset", "mnist, fashion_mnist"},
+      {R"({"model": {"arch": "resnet"}})", "model.arch", "lenet5"},
+      {R"({"model": {"precision": "int8"}})", "model.precision", "fp32"},
+      {R"({"method": {"name": "mezo"}})", "method.name", "full_bp, full_zo, elastic_zo"},
+      {R"({"optimizer": {"name": "rmsprop"}})", "optimizer.name", "sgd, adam"},
+      {R"({"method": {"bp_activations": "plus"}})", "method.bp_activations", "minus, average"},
+      {R"({"data": {"dataset": 3}})", "data.dataset", "mnist, fashion_mnist"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.json);
+    expect_error([&] { parse(c.json); }, {"key '" + std::string(c.key) + "'", c.allowed});
+  }
+}
+
+TEST(ConfigTest, PartitionForms) {
+  EXPECT_EQ(parse(R"({"method": {"partition": 2}})").method.partition, "2");
+  EXPECT_EQ(parse(R"({"method": {"partition": "004"}})").method.partition, "4");
+  EXPECT_EQ(parse(R"({"method": {"partition": "ZO-Feat-Cls2"}})").method.partition,
+            "zo-feat-cls2");
+  EXPECT_EQ(parse(R"({"method": {"partition": "zo-feat-cls1"}})").method.partition,
+            "zo-feat-cls1");
+  for (const char* bad : {R"("abc")", "-1", "1.5", R"("")", "true", R"("-2")"}) {
+    SCOPED_TRACE(bad);
+    expect_error([&] { parse(std::string(R"({"method": {"partition": )") + bad + "}}"); },
+                 {"'method.partition'", "zo-feat-cls1"});
+  }
+}
+
+TEST(ConfigTest, MalformedJsonGivesPosition) {
+  expect_error([] { parse("{\n  \"name\": \"x\",\n  \"seed\": ,\n}"); },
+               {"config.json: malformed JSON at line 3, column"});
+  expect_error([] { parse(""); }, {"config.json: malformed JSON at line 1"});
+  expect_error([] { parse("{\"a\": 1"); }, {"config.json", "malformed JSON"});
+}
+
+TEST(ConfigTest, Overrides) {
+  const ExperimentConfig c = parse("{}", {"train.epochs=3", "optimizer.lr=0.002", "name=run7",
+                                          "data.dataset=fashion_mnist", "seed=9",
+                                          "method.partition=zo-feat-cls2", "output.dir=",
+                                          R"(zo={"eps": 0.05})", "name=123"});
+  EXPECT_EQ(c.train.epochs, 3);
+  EXPECT_EQ(c.optimizer.lr, 0.002);
+  EXPECT_EQ(c.name, "123");  // later overrides win; a string key takes the text verbatim
+  EXPECT_EQ(c.data.dataset, "fashion_mnist");
+  EXPECT_EQ(c.seed, 9u);
+  EXPECT_EQ(c.method.partition, "zo-feat-cls2");
+  EXPECT_EQ(c.output.dir, "");
+  EXPECT_EQ(c.zo.eps, 0.05);
+  EXPECT_EQ(parse("{}", {R"(name="quoted")"}).name, "quoted");
+  // Overrides apply after the file.
+  EXPECT_EQ(parse(R"({"train": {"epochs": 9}})", {"train.epochs=4"}).train.epochs, 4);
+}
+
+TEST(ConfigTest, OverrideErrors) {
+  expect_error([] { parse("{}", {"optimizer.lrr=0.1"}); },
+               {"--set", "unknown key 'optimizer.lrr' (did you mean 'optimizer.lr'?)"});
+  expect_error([] { parse("{}", {"train.batch_size=abc"}); },
+               {"--set", "key 'train.batch_size' must be an integer, got \"abc\""});
+  expect_error([] { parse("{}", {"train.epochs"}); }, {"--set", "train.epochs", "missing '='"});
+  expect_error([] { parse("{}", {"=3"}); }, {"--set", "empty key"});
+  expect_error([] { parse("{}", {"train.epochs=0"}); }, {"--set", "'train.epochs'", ">= 1"});
+}
+
+TEST(ConfigTest, RoundTrip) {
+  ExperimentConfig c = parse(R"({"name": "rt", "seed": 12345678901234,
+    "data": {"dataset": "fashion_mnist", "root": "/x/y", "train_limit": 7, "test_limit": 8},
+    "method": {"name": "elastic_zo", "partition": 3, "bp_activations": "average"},
+    "optimizer": {"name": "adam", "lr": 0.1234567890123, "bp_lr": 3e-5,
+                  "decay": {"factor": 0.35, "every_epochs": 4}},
+    "zo": {"eps": 1.5e-4, "grad_clip": 7.25},
+    "train": {"epochs": 11, "batch_size": 16, "threads": 2, "max_steps": 99, "eval_every": 3},
+    "output": {"dir": "out", "checkpoint_every": 0}})");
+  expect_same(parse_config(to_json_text(c), "dump", {}), c);
+  const ExperimentConfig d;
+  expect_same(parse_config(to_json_text(d), "dump", {}), d);
+  const ExperimentConfig named = parse(R"({"method": {"partition": "zo-feat-cls2"}})");
+  expect_same(parse_config(to_json_text(named), "dump", {}), named);
+}
+
+TEST(ConfigTest, DumpAndHelpListEveryKey) {
+  const std::string dump = to_json_text(ExperimentConfig{});
+  const std::string help = keys_help();
+  ASSERT_EQ(key_names().size(), 25u);
+  for (const std::string& k : key_names()) {
+    const std::string leaf = k.substr(k.rfind('.') + 1);
+    EXPECT_NE(dump.find("\"" + leaf + "\""), std::string::npos) << k;
+    EXPECT_NE(help.find("  " + k + " ("), std::string::npos) << k;
+  }
+  EXPECT_NE(help.find("train.batch_size (integer >= 1, default 32): "), std::string::npos)
+      << help;
+  EXPECT_NE(help.find("data.dataset (mnist | fashion_mnist, default \"mnist\")"),
+            std::string::npos);
+}
+
+TEST(ConfigTest, ResolvePartition) {
+  const int L = 5;
+  MethodConfig m;
+  m.name = "elastic_zo";
+  auto with = [&](const std::string& p) {
+    MethodConfig x = m;
+    x.partition = p;
+    return x;
+  };
+  for (int c = 1; c < L; ++c) EXPECT_EQ(resolve_partition(with(std::to_string(c)), L), c);
+  EXPECT_EQ(resolve_partition(with("zo-feat-cls1"), L), 3);
+  EXPECT_EQ(resolve_partition(with("ZO-FEAT-CLS2"), L), 4);
+  expect_error([&] { resolve_partition(with("0"), L); }, {"method.partition", "0 < C < 5"});
+  expect_error([&] { resolve_partition(with("5"), L); }, {"method.partition", "0 < C < 5"});
+  expect_error([&] { resolve_partition(with("7"), L); }, {"method.partition", "[0, 5]"});
+  expect_error([&] { resolve_partition(with("abc"), L); }, {"method.partition", "'abc'"});
+  // full_bp / full_zo force the ends, whatever the partition says ("0".."5" all accepted).
+  for (int c = 0; c <= L; ++c) {
+    MethodConfig bp = with(std::to_string(c)), zo = with(std::to_string(c));
+    bp.name = "full_bp";
+    zo.name = "full_zo";
+    EXPECT_EQ(resolve_partition(bp, L), 0);
+    EXPECT_EQ(resolve_partition(zo, L), L);
+  }
+  // Names resolve relative to L (the paper's LeNet-5 and PointNet settings).
+  EXPECT_EQ(resolve_partition(with("zo-feat-cls1"), 3), 1);
+  expect_error([&] { resolve_partition(with("zo-feat-cls1"), 2); }, {"method.partition"});
+}
+
+TEST(ConfigTest, LoadFileAndResolvePaths) {
+  namespace fs = std::filesystem;
+  const ExperimentConfig tiny = load_config(ZT_FIXTURES_DIR "/tiny.json", {});
+  EXPECT_EQ(tiny.data.root, "../../data/mnist-subset");
+  EXPECT_EQ(fs::path(tiny.source_dir), fs::path(ZT_FIXTURES_DIR).lexically_normal());
+  EXPECT_EQ(fs::path(resolve_path(tiny, tiny.data.root)),
+            (fs::path(ZT_SOURCE_DIR) / "data/mnist-subset").lexically_normal());
+  EXPECT_TRUE(fs::is_directory(resolve_path(tiny, tiny.data.root)));
+  EXPECT_EQ(tiny.data.train_limit, 256);
+  EXPECT_EQ(tiny.train.epochs, 1);
+  EXPECT_EQ(resolve_partition(tiny.method, 5), 3);
+  EXPECT_EQ(resolve_path(tiny, "/abs/path"), "/abs/path");
+  EXPECT_EQ(resolve_path(tiny, "does/not/exist"), "does/not/exist");  // falls back to cwd
+  EXPECT_EQ(resolve_path(tiny, ""), "");
+
+  const ExperimentConfig quick = load_config(ZT_SOURCE_DIR "/configs/quickstart.json", {});
+  EXPECT_TRUE(fs::is_directory(resolve_path(quick, quick.data.root)));
+  EXPECT_EQ(quick.train.epochs, 3);
+  EXPECT_EQ(quick.train.batch_size, 32);
+  EXPECT_EQ(quick.method.name, "elastic_zo");
+
+  expect_error([] { load_config(ZT_FIXTURES_DIR "/bad-key.json", {}); },
+               {"bad-key.json: unknown key 'optimizer.lrr' (did you mean 'optimizer.lr'?)"});
+  expect_error([] { load_config(ZT_FIXTURES_DIR "/no-such.json", {}); },
+               {"no-such.json", "cannot open"});
+  expect_error([] { load_config(ZT_FIXTURES_DIR, {}); }, {"is a directory"});
+}
+
+}  // namespace
+}  // namespace zt::config
