@@ -412,7 +412,10 @@ int run_experiment(const RunRequest& req) {
     fs::remove(out + "/summary.json", ec);
     fs::remove(ckpt_path, ec);
   }
-  write_file_atomic(out + "/config.json", config::to_json_text(cfg));
+  // The effective config, with the data directory made absolute so `--resume DIR` finds it.
+  config::ExperimentConfig effective = cfg;
+  effective.data.root = fs::absolute(root).lexically_normal().string();
+  write_file_atomic(out + "/config.json", config::to_json_text(effective));
 
   g_interrupted.store(false);
   auto previous_handler = std::signal(SIGINT, on_sigint);

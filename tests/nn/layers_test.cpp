@@ -34,7 +34,12 @@ void check_layer(Layer& layer, const Shape& in, int batch) {
   const Shape out = layer.infer(in);
   const std::size_t nx = in.numel() * batch, ny = out.numel() * batch;
   std::vector<float> x = random_vec(nx, 11), r = random_vec(ny, 12);
-  // For pools keep window values distinct: a strictly increasing pattern plus noise.
+  if (std::string(layer.kind()) == "maxpool2x2") {
+    // Distinct values 0.05 apart (a seeded permutation), so no window has a near-tie within h.
+    SplitMix64 g(21);
+    for (std::size_t i = 0; i < nx; ++i) x[i] = 0.05f * static_cast<float>(i) - 0.025f * nx;
+    for (std::size_t i = nx; i > 1; --i) std::swap(x[i - 1], x[g.below(i)]);
+  }
   std::vector<std::vector<float>> storage, grads;
   for (ParamTensor* p : layer.params()) {
     storage.push_back(random_vec(p->size(), 13 + storage.size(), -0.5f, 0.5f));
