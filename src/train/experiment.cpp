@@ -251,7 +251,7 @@ EvalResult evaluate(Fp32Trainer& trainer, const data::ImageSet& test, int batch,
           100.0 * static_cast<double>(correct) / static_cast<double>(n_total)};
 }
 
-void print_tables(const PhaseTimes& t, std::int64_t epochs_run, const telemetry::PaperMemory& paper,
+void print_tables(const PhaseTimes& t, double epochs_run, const telemetry::PaperMemory& paper,
                   std::size_t planned, std::uint64_t rss) {
   const double total = t.total();
   std::printf("\n  %-14s %10s %7s %12s\n", "phase", "seconds", "share", "per epoch");
@@ -259,7 +259,7 @@ void print_tables(const PhaseTimes& t, std::int64_t epochs_run, const telemetry:
     const auto p = static_cast<Phase>(i);
     std::printf("  %-14s %10.3f %6.1f%% %12.3f\n", telemetry::phase_label(p), t.get(p),
                 total > 0 ? 100.0 * t.get(p) / total : 0.0,
-                epochs_run > 0 ? t.get(p) / static_cast<double>(epochs_run) : 0.0);
+                epochs_run > 0 ? t.get(p) / epochs_run : 0.0);
   }
   std::printf("  %-14s %10.3f\n", "total", total);
   std::printf("\n  %-32s %14s %12s\n", "memory", "bytes", "");
@@ -429,7 +429,6 @@ int run_experiment(const RunRequest& req) {
   const std::int64_t max_steps = cfg.train.max_steps;
   bool interrupted = false, stopped_early = false;
   EvalResult last_eval{-1, -1};
-  std::int64_t epochs_run = 0;
 
   for (; pr.epoch < epochs; ++pr.epoch) {
     const double lr = decayed_lr(cfg.optimizer.lr, cfg.optimizer.decay.factor,
@@ -501,15 +500,11 @@ int run_experiment(const RunRequest& req) {
     else
       spdlog::info("epoch {}/{}: train loss {:.4f}, {:.2f}s", pr.epoch + 1, epochs, train_loss,
                    epoch_seconds);
+    if (stopped_early) break;  // train.max_steps inside an epoch: checkpoint the exact position
     pr.total_times += pr.acc.times;
     pr.train_seconds += epoch_seconds;
     pr.acc = EpochAcc{};
     pr.step_in_epoch = 0;
-    ++epochs_run;
-    if (stopped_early) {
-      ++pr.epoch;
-      break;
-    }
     if (cfg.output.checkpoint_every > 0 && (pr.epoch + 1) % cfg.output.checkpoint_every == 0 &&
         pr.epoch + 1 < epochs) {
       Progress next = pr;
@@ -532,28 +527,37 @@ int run_experiment(const RunRequest& req) {
   }
 
   const std::uint64_t rss = telemetry::peak_rss_bytes();
+  // Totals include a partial epoch left by train.max_steps.
+  PhaseTimes all = pr.total_times;
+  all += pr.acc.times;
+  const double train_seconds = pr.train_seconds + pr.acc.times.total();
+  const double epochs_done =
+      static_cast<double>(pr.epoch) +
+      (pr.step_in_epoch > 0 ? static_cast<double>(pr.step_in_epoch) / batcher.batches_per_epoch() : 0.0);
   json summary = plan;
   summary["test_accuracy"] = last_eval.accuracy >= 0 ? json(last_eval.accuracy) : json(nullptr);
   summary["test_loss"] = last_eval.loss >= 0 ? json(last_eval.loss) : json(nullptr);
-  summary["train_seconds"] = pr.train_seconds;
-  summary["epochs"] = pr.epoch;
+  summary["train_seconds"] = train_seconds;
+  summary["epochs"] = epochs_done;
   summary["steps"] = pr.global_step;
+  summary["step_seconds_mean"] =
+      pr.global_step > 0 ? (all.total() - all.get(Phase::kEval)) / static_cast<double>(pr.global_step) : 0.0;
   json ph = json::object();
-  const double tot = pr.total_times.total();
+  const double tot = all.total();
   for (int i = 0; i < telemetry::kNumPhases; ++i) {
     const auto p = static_cast<Phase>(i);
-    ph[telemetry::phase_key(p)] = {{"seconds", pr.total_times.get(p)},
-                                   {"share", tot > 0 ? pr.total_times.get(p) / tot : 0.0},
-                                   {"per_epoch", pr.epoch > 0 ? pr.total_times.get(p) / static_cast<double>(pr.epoch) : 0.0}};
+    ph[telemetry::phase_key(p)] = {{"seconds", all.get(p)},
+                                   {"share", tot > 0 ? all.get(p) / tot : 0.0},
+                                   {"per_epoch", epochs_done > 0 ? all.get(p) / epochs_done : 0.0}};
   }
   summary["phases"] = ph;
   summary["memory"]["peak_rss_bytes"] = rss;
   write_file_atomic(out + "/summary.json", summary.dump(2) + "\n");
 
-  std::printf("\n%s: test accuracy %.2f%% after %lld epochs (%lld steps), %.2f s\n", cfg.name.c_str(),
-              last_eval.accuracy, static_cast<long long>(pr.epoch),
-              static_cast<long long>(pr.global_step), pr.train_seconds);
-  print_tables(pr.total_times, pr.epoch, paper, planned, rss);
+  std::printf("\n%s: test accuracy %.2f%% after %.2f epochs (%lld steps), %.2f s\n",
+              cfg.name.c_str(), last_eval.accuracy, epochs_done,
+              static_cast<long long>(pr.global_step), train_seconds);
+  print_tables(all, epochs_done, paper, planned, rss);
   std::printf("\n  outputs in %s/\n", out.c_str());
   return 0;
 }

@@ -1,0 +1,119 @@
+// The experiment runner end to end on the bundled subset: exact resume, dry run, and that bad
+// input leaves no output directory behind.
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "zotrain/core/error.hpp"
+#include "zotrain/train/checkpoint.hpp"
+#include "zotrain/train/experiment.hpp"
+
+namespace zt::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fresh_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("zt-exp-" + std::to_string(::getpid())) / name;
+  fs::remove_all(d);
+  return d;
+}
+
+RunRequest tiny(const std::string& out, std::vector<std::string> sets = {}) {
+  sets.push_back("output.checkpoint_every=1");
+  RunRequest r;
+  r.cfg = config::load_config(std::string(ZT_SOURCE_DIR) + "/tests/fixtures/tiny.json", sets);
+  r.output_dir = out;
+  spdlog::set_level(spdlog::level::warn);
+  return r;
+}
+
+std::size_t count_lines(const fs::path& p) {
+  std::ifstream in(p);
+  std::size_t n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
+class ResumeTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ResumeTest, StopAndResumeGivesTheSameWeights) {
+  const std::vector<std::string> method = {std::string("method.name=") + GetParam(),
+                                           "train.epochs=2", "optimizer.name=adam"};
+  const auto a = fresh_dir(std::string("straight-") + GetParam());
+  ASSERT_EQ(run_experiment(tiny(a.string(), method)), 0);
+
+  const auto b = fresh_dir(std::string("resumed-") + GetParam());
+  auto stop = method;
+  stop.push_back("train.max_steps=5");  // stops inside epoch 1 of 2 (8 steps per epoch)
+  ASSERT_EQ(run_experiment(tiny(b.string(), stop)), 0);
+  RunRequest again;
+  again.cfg = config::load_config((b / "config.json").string(), {"train.max_steps=0"});
+  again.output_dir = b.string();
+  again.resume = true;
+  ASSERT_EQ(run_experiment(again), 0);
+
+  const TensorFile fa = read_safetensors((a / "checkpoint.safetensors").string());
+  const TensorFile fb = read_safetensors((b / "checkpoint.safetensors").string());
+  ASSERT_EQ(fa.tensors.size(), fb.tensors.size());
+  for (const auto& [name, t] : fa.tensors) EXPECT_EQ(t.bytes, fb.tensors.at(name).bytes) << name;
+  EXPECT_EQ(count_lines(a / "metrics.jsonl"), 2u);
+  EXPECT_EQ(count_lines(b / "metrics.jsonl"), 2u);
+  const auto sa = nlohmann::json::parse(std::ifstream(a / "summary.json"));
+  const auto sb = nlohmann::json::parse(std::ifstream(b / "summary.json"));
+  EXPECT_EQ(sa["test_accuracy"], sb["test_accuracy"]);
+  EXPECT_EQ(sb["steps"], 16);
+}
+
+INSTANTIATE_TEST_SUITE_P(Methods, ResumeTest,
+                         ::testing::Values("full_bp", "full_zo", "elastic_zo"));
+
+TEST(Experiment, DryRunWritesThePlanOnly) {
+  const auto d = fresh_dir("dry");
+  RunRequest r = tiny(d.string(), {"train.batch_size=256", "data.train_limit=0"});
+  r.dry_run = true;
+  ASSERT_EQ(run_experiment(r), 0);
+  const auto s = nlohmann::json::parse(std::ifstream(d / "summary.json"));
+  EXPECT_EQ(s["params"]["total"], 107786);
+  EXPECT_EQ(s["params"]["zo"], 96772);  // the fixture is ElasticZO Cls1
+  EXPECT_EQ(s["params"]["bp"], 11014);
+  EXPECT_EQ(s["memory"]["paper"]["total"], 18922536 + 226328);  // Full ZO + Cls1 overhead, B = 256
+  EXPECT_GT(s["memory"]["planned_bytes"].get<double>(), 0);
+  EXPECT_FALSE(fs::exists(d / "checkpoint.safetensors"));
+  EXPECT_FALSE(fs::exists(d / "metrics.jsonl"));
+}
+
+TEST(Experiment, BadDataLeavesNoOutputDirectory) {
+  const auto d = fresh_dir("bad-data");
+  RunRequest r = tiny(d.string(), {"data.root=/nonexistent/mnist"});
+  EXPECT_THROW(run_experiment(r), Error);
+  EXPECT_FALSE(fs::exists(d));
+}
+
+TEST(Experiment, RefusesToOverwriteAnotherRun) {
+  const auto d = fresh_dir("occupied");
+  fs::create_directories(d);
+  std::ofstream(d / "summary.json") << "{}";
+  try {
+    run_experiment(tiny(d.string()));
+    FAIL() << "a non-empty output directory was reused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--resume"), std::string::npos) << e.what();
+  }
+  std::ifstream in(d / "summary.json");
+  std::string kept((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(kept, "{}");
+}
+
+TEST(Experiment, ResumeRejectsAMissingCheckpoint) {
+  const auto d = fresh_dir("no-ckpt");
+  RunRequest r = tiny(d.string());
+  r.resume = true;
+  EXPECT_THROW(run_experiment(r), Error);
+}
+
+}  // namespace
+}  // namespace zt::train
