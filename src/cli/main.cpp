@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
     req.dry_run = dry_run;
     req.overwrite = overwrite;
     req.init_from = init_from;
+    req.quiet = quiet;
     req.progress_bar = !no_progress && !quiet && ::isatty(STDOUT_FILENO);
     return zt::train::run_experiment(req);
   } catch (const zt::Error& e) {

@@ -554,6 +554,7 @@ int run_experiment(const RunRequest& req) {
   summary["memory"]["peak_rss_bytes"] = rss;
   write_file_atomic(out + "/summary.json", summary.dump(2) + "\n");
 
+  if (req.quiet) return 0;
   std::printf("\n%s: test accuracy %.2f%% after %.2f epochs (%lld steps), %.2f s\n",
               cfg.name.c_str(), last_eval.accuracy, epochs_done,
               static_cast<long long>(pr.global_step), train_seconds);

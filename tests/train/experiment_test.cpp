@@ -27,6 +27,7 @@ RunRequest tiny(const std::string& out, std::vector<std::string> sets = {}) {
   RunRequest r;
   r.cfg = config::load_config(std::string(ZT_SOURCE_DIR) + "/tests/fixtures/tiny.json", sets);
   r.output_dir = out;
+  r.quiet = true;
   spdlog::set_level(spdlog::level::warn);
   return r;
 }
@@ -54,6 +55,7 @@ TEST_P(ResumeTest, StopAndResumeGivesTheSameWeights) {
   again.cfg = config::load_config((b / "config.json").string(), {"train.max_steps=0"});
   again.output_dir = b.string();
   again.resume = true;
+  again.quiet = true;
   ASSERT_EQ(run_experiment(again), 0);
 
   const TensorFile fa = read_safetensors((a / "checkpoint.safetensors").string());

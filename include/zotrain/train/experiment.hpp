@@ -17,6 +17,7 @@ struct RunRequest {
   bool overwrite = false;   // allow a non-empty output_dir for a fresh run
   std::string init_from;    // checkpoint whose parameters initialise a fresh run
   bool progress_bar = false;
+  bool quiet = false;       // no plan/summary tables on stdout
 };
 
 // Exit codes: 0 done, 130 interrupted (checkpoint saved). Bad input throws zt::Error
