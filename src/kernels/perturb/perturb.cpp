@@ -35,7 +35,10 @@ Keys keys_for_block(std::uint64_t seed, std::uint64_t stream, std::uint64_t bloc
 
 // Lanes per vector step: kW pairs = kW/16 blocks, computed in lockstep (see perturb_internal.hpp).
 #if defined(__AVX512F__)
-constexpr int kW = 64;  // 4 × zmm
+#ifndef ZT_PERTURB_W
+#define ZT_PERTURB_W 64
+#endif
+constexpr int kW = ZT_PERTURB_W;  // 64: 4 × zmm
 #elif defined(__AVX__)
 constexpr int kW = 32;  // 4 × ymm
 #else

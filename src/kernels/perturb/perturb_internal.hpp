@@ -13,11 +13,19 @@
 // stream and the high 32 bits of p) give a (radius) and b (angle). 24 bits of each are used:
 //   u1 = 1 − (a >> 8)·2^-24 ∈ [2^-24, 1]       r = sqrt(−2 ln u1) ∈ [0, 5.7683]
 //   φ  = 2π·(b >> 8)·2^-24 ∈ [0, 2π)
-// ln, sin and cos are Cephes-style polynomials after exact range reduction.
+// ln (atanh series), sin and cos (Cephes polynomials) after exact range reduction.
 #pragma once
 
 #include <bit>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#if defined(__SSE2__)
+#include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
 
 #include "zotrain/core/rng.hpp"
 
@@ -83,28 +91,55 @@ inline typename L::U hash32(typename L::U x, std::uint32_t k0, std::uint32_t k1)
   return x;
 }
 
-// sqrt(w) for w ∈ [−0, 40] in + and × only (GCC will not vectorise sqrtf while math-errno is on,
-// and the flag cannot be changed per function). y ≈ 1/√w from the exponent-halving bit trick
-// (rel. error ≤ 3.5e-2), three Newton steps (1.8e-3, 4.6e-6, then ~3e-11 before rounding), then
-// √w = w·y: within a few ulp.
-// w = ±0 gives ±0 (the Newton products are ordered so that 0·y·y never meets an overflow).
-template <class L>
-inline typename L::F sqrt_nonneg(typename L::F w) {
-  using F = typename L::F;
-  using U = typename L::U;
-  const F hw = 0.5f * w;
-  F y = std::bit_cast<F>(0x5f375a86U - (std::bit_cast<U>(w) >> 1));
-  y = y * (1.5f - (hw * y) * y);
-  y = y * (1.5f - (hw * y) * y);
-  y = y * (1.5f - (hw * y) * y);
-  return w * y;
+// sqrt(w), w ≥ −0: IEEE sqrt (correctly rounded everywhere, so every path and architecture gets
+// the same bits). GCC will not vectorise sqrtf while -fmath-errno is on (the default, and not
+// switchable per function), so the vector lanes call the ISA's sqrt instruction directly.
+inline float sqrt_nonneg(float w) { return __builtin_sqrtf(w); }
+
+#pragma GCC diagnostic push  // GCC 12's _mm512_sqrt_ps trips -Wuninitialized (GCC bug 105593)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+template <int W>
+inline typename Vec<W>::F sqrt_nonneg(typename Vec<W>::F w) {
+#if defined(__AVX512F__)
+  using P = __m512;
+#elif defined(__AVX__)
+  using P = __m256;
+#elif defined(__SSE2__)
+  using P = __m128;
+#elif defined(__aarch64__)
+  using P = float32x4_t;
+#else
+  using P = float;
+#endif
+  constexpr int kPer = static_cast<int>(sizeof(P) / sizeof(float));
+  static_assert(W % kPer == 0);
+  P piece[W / kPer];
+  std::memcpy(piece, &w, sizeof w);
+  for (auto& p : piece) {
+#if defined(__AVX512F__)
+    p = _mm512_sqrt_ps(p);
+#elif defined(__AVX__)
+    p = _mm256_sqrt_ps(p);
+#elif defined(__SSE2__)
+    p = _mm_sqrt_ps(p);
+#elif defined(__aarch64__)
+    p = vsqrtq_f32(p);
+#else
+    p = __builtin_sqrtf(p);
+#endif
+  }
+  std::memcpy(&w, piece, sizeof w);
+  return w;
 }
+#pragma GCC diagnostic pop
 
 // w = −2 ln u1 for u1 = j·2^-24, j = 2^24 − a24 ∈ [1, 2^24] (so u1 ∈ [2^-24, 1], w ∈ [0, 33.27]).
 // float(j) is exact; j = 2^k·m with m ∈ [√½, √2) by integer bit manipulation (exact), e = k − 24,
-// f = m − 1 exact. ln m = f − f²/2 + f³·P(f) with Cephes logf's P (rel. error ≈ 1e-7 on
-// [√½−1, √2−1]), here pre-multiplied by −2 (exact) and evaluated by Estrin's scheme (short
-// dependency chains):  w = e·(−2 ln2) − 2f + f²·(1 + f·P₂(f)),  P₂ = −2·P.
+// f = m − 1 exact. ln m = 2·atanh(s) with s = f/(2 + f) ∈ [−0.1716, 0.1716], by its series to s⁹
+// (truncation < 3e-9 relative): ln m = 2s·(1 + s²/3 + s⁴/5 + s⁶/7 + s⁸/9). Then
+//   w = e·(−2 ln2) − 4·(s + s³·(1/3 + s²/5 + s⁴/7 + s⁶/9))     (×−4 is exact).
+// One correctly rounded division replaces half of the multiplies of a plain polynomial in f.
 template <class L>
 inline typename L::F neg2_log_from_bits(typename L::U a24) {
   using F = typename L::F;
@@ -115,23 +150,20 @@ inline typename L::F neg2_log_from_bits(typename L::U a24) {
   const F e = L::to_f((std::bit_cast<I>(ix) >> 23) - 24);  // arithmetic shift: floor
   const F m = std::bit_cast<F>((ix & 0x007fffffU) + 0x3f3504f3U);
   const F f = m - 1.0f;
-  const F f2 = f * f;
-  const F f4 = f2 * f2;
-  const F f8 = f4 * f4;
-  const F q01 = -6.6666662348e-1f + 4.9999987986e-1f * f;
-  const F q23 = -4.0001429530e-1f + 3.3336115330e-1f * f;
-  const F q45 = -2.8498645574e-1f + 2.4840281692e-1f * f;
-  const F q67 = -2.3353997480e-1f + 2.3029220620e-1f * f;
-  const F q03 = q01 + q23 * f2;
-  const F q47 = q45 + q67 * f2;
-  const F p2 = (q03 + q47 * f4) + -1.4075367258e-1f * f8;
-  const F tail = f2 * (1.0f + f * p2);
-  return (e * -1.3862943611e+0f - (f + f)) + tail;
+  const F s = f / (2.0f + f);
+  const F z = s * s;
+  const F q = 3.33333343e-1f + z * (2.00000003e-1f + z * (1.42857149e-1f + z * 1.11111112e-1f));
+  const F half_ln_m = s + (s * z) * q;
+  return e * -1.38629436e+0f + half_ln_m * -4.0f;
 }
 
 template <class L>
 inline typename L::F radius_from_bits(typename L::U a24) {
-  return sqrt_nonneg<L>(neg2_log_from_bits<L>(a24));
+  if constexpr (std::is_same_v<L, Scalar>) {
+    return sqrt_nonneg(neg2_log_from_bits<L>(a24));
+  } else {
+    return sqrt_nonneg<sizeof(typename L::F) / sizeof(float)>(neg2_log_from_bits<L>(a24));
+  }
 }
 
 // (cos φ, sin φ) for φ = 2π·b24·2^-24, b24 ∈ [0, 2^24). Exact reduction by quadrant in integers:
