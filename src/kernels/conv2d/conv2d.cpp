@@ -8,7 +8,6 @@
 // are bit-identical for any number of threads.
 #include <algorithm>
 #include <cstddef>
-#include <cstring>
 
 #ifdef ZT_OPENMP
 #include <omp.h>
@@ -57,7 +56,9 @@ inline void col_range(const Dims& d, int j, int& lo, int& hi) {
   if (hi < lo) hi = lo;
 }
 
-// col[C·k·k, OH·OW] from one sample x_b[C, H, W].
+// col[C·k·k, OH·OW] from one sample x_b[C, H, W]. Rows are short (OW values), so plain loops
+// beat memcpy/memset calls; loop distribution into those calls is disabled for this function.
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
 void im2col(const Dims& d, const float* __restrict xb, float* __restrict col) {
   for (int c = 0; c < d.c; ++c)
     for (int i = 0; i < d.k; ++i)
@@ -69,18 +70,19 @@ void im2col(const Dims& d, const float* __restrict xb, float* __restrict col) {
           float* out = row + static_cast<std::ptrdiff_t>(oh) * d.ow;
           const int ih = oh + i - d.pad;
           if (ih < 0 || ih >= d.h) {
-            std::fill_n(out, d.ow, 0.0f);
+            for (int ow = 0; ow < d.ow; ++ow) out[ow] = 0.0f;
             continue;
           }
           const float* src = xb + (static_cast<std::ptrdiff_t>(c) * d.h + ih) * d.w + (j - d.pad);
-          std::fill_n(out, lo, 0.0f);
-          std::memcpy(out + lo, src + lo, sizeof(float) * (hi - lo));
-          std::fill_n(out + hi, d.ow - hi, 0.0f);
+          for (int ow = 0; ow < lo; ++ow) out[ow] = 0.0f;
+          for (int ow = lo; ow < hi; ++ow) out[ow] = src[ow];
+          for (int ow = hi; ow < d.ow; ++ow) out[ow] = 0.0f;
         }
       }
 }
 
 // dx_b[C, H, W] = Σ of col entries that map to each input position (overwrites dx_b).
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
 void col2im(const Dims& d, const float* __restrict col, float* __restrict dxb) {
   std::fill_n(dxb, d.in_sz, 0.0f);
   for (int c = 0; c < d.c; ++c)
