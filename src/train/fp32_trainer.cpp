@@ -6,6 +6,10 @@
 #include "zotrain/core/error.hpp"
 #include "zotrain/kernels/softmax_xent.hpp"
 
+#ifdef ZT_OPENMP
+#include <omp.h>
+#endif
+
 namespace zt::train {
 
 using telemetry::Phase;
@@ -29,12 +33,22 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
   const bool bp = opt_.partition < L;
   sets_ = (zo && bp && opt_.bp_activations == BpActivations::kAverage) ? 2 : 1;
 
+#ifdef ZT_OPENMP
+  threads_ = std::max(1, omp_get_max_threads());
+#endif
   std::size_t pp_floats = 0, err_floats = 0, scratch_floats = 0;
+  const int chunk = std::min(kForwardChunk, opt_.batch_size);
   for (int i = 0; i < n; ++i) {
-    if (i < keep_from_) pp_floats = std::max(pp_floats, model_.output_floats(i) * B);
+    if (i < keep_from_) pp_per_sample_ = std::max(pp_per_sample_, model_.output_floats(i));
     if (i >= seg_) err_floats = std::max(err_floats, model_.output_floats(i) * B);
-    scratch_floats = std::max(scratch_floats, model_.layer(i).scratch_floats(opt_.batch_size));
+    if (i >= seg_)  // backward runs on the whole batch
+      scratch_floats = std::max(scratch_floats, model_.layer(i).scratch_floats(opt_.batch_size));
+    chunk_scratch_floats_ = std::max(chunk_scratch_floats_, model_.layer(i).scratch_floats(chunk));
   }
+  pp_floats = pp_per_sample_ * B;
+  // One region serves both: forward chunks use threads_ slices, backward the whole of it.
+  chunk_scratch_floats_ = (chunk_scratch_floats_ + 15) / 16 * 16;
+  scratch_floats = std::max(scratch_floats, chunk_scratch_floats_ * static_cast<std::size_t>(threads_));
   if (seg_ > 0 && seg_ < n) err_floats = std::max(err_floats, model_.output_floats(seg_ - 1) * B);
   for (int s = 0; s < sets_; ++s) {
     h_kept_[s].assign(static_cast<std::size_t>(n), -1);
@@ -87,12 +101,43 @@ const float* Fp32Trainer::layer_input(const float* x, int i, int set) const {
   return i == 0 ? x : layer_output(i - 1, set);
 }
 
+// A chunk's slice of a layer's output: kept buffers are [B, out...]; the ping-pong buffers are
+// sliced with one fixed per-sample stride, so concurrent chunks at different layers never
+// overlap.
+float* Fp32Trainer::chunk_output(int i, int set, int b0) const {
+  const std::size_t per = i >= keep_from_ ? model_.output_floats(i) : pp_per_sample_;
+  return layer_output(i, set) + per * static_cast<std::size_t>(b0);
+}
+
+const float* Fp32Trainer::chunk_input(const float* x, int i, int set, int b0) const {
+  if (i == 0) return x + model_.input_floats() * static_cast<std::size_t>(b0);
+  return chunk_output(i - 1, set, b0);
+}
+
 const float* Fp32Trainer::forward(const float* x, int n, int set) {
   ZT_CHECK(n >= 1 && n <= opt_.batch_size);
   input_ = x;
-  for (int i = 0; i < model_.size(); ++i)
-    model_.layer(i).forward(n, layer_input(x, i, set), layer_output(i, set), scratch_);
-  return layer_output(model_.size() - 1, set);
+  const int layers = model_.size();
+  const int chunks = (n + kForwardChunk - 1) / kForwardChunk;
+  auto run_chunk = [&](int c, float* scratch) {
+    const int b0 = c * kForwardChunk, nb = std::min(kForwardChunk, n - b0);
+    for (int i = 0; i < layers; ++i) {
+      model_.layer(i).forward(nb, chunk_input(x, i, set, b0), chunk_output(i, set, b0), scratch);
+    }
+  };
+#ifdef ZT_OPENMP
+  if (threads_ > 1 && chunks > 1) {
+#pragma omp parallel num_threads(threads_)
+    {
+      float* scratch = scratch_ ? scratch_ + chunk_scratch_floats_ * omp_get_thread_num() : nullptr;
+#pragma omp for schedule(static)
+      for (int c = 0; c < chunks; ++c) run_chunk(c, scratch);
+    }
+    return layer_output(layers - 1, set);
+  }
+#endif
+  for (int c = 0; c < chunks; ++c) run_chunk(c, scratch_);
+  return layer_output(layers - 1, set);
 }
 
 void Fp32Trainer::backward(int n, int set, const float* dlogits) {

@@ -180,3 +180,28 @@ TEST(Determinism, SameSeedSameWeightsForAnyThreadCount) {
 
 }  // namespace
 }  // namespace zt::train
+
+namespace zt::train {
+namespace {
+
+TEST(Forward, PerSampleResultsDoNotDependOnTheBatchSplit) {
+  auto model = nn::make_lenet5(kernels::best_isa());
+  model->init(11);
+  Fp32TrainerOptions o;
+  o.partition = 3;
+  o.batch_size = 32;
+  Fp32Trainer tr(*model, o);
+  const Batch b = random_batch(32, 784, 10, 4);
+  const float* all = tr.logits(b.x.data(), 32);
+  const std::vector<float> batched(all, all + 32 * 10);
+  for (int s = 0; s < 32; ++s) {
+    const float* one = tr.logits(b.x.data() + 784 * s, 1);
+    for (int k = 0; k < 10; ++k) ASSERT_EQ(one[k], batched[static_cast<std::size_t>(s) * 10 + k]) << s;
+  }
+  // An odd batch (partial last chunk) agrees too.
+  const float* seven = tr.logits(b.x.data(), 7);
+  for (int k = 0; k < 70; ++k) ASSERT_EQ(seven[k], batched[static_cast<std::size_t>(k)]);
+}
+
+}  // namespace
+}  // namespace zt::train

@@ -9,6 +9,12 @@
 //
 // Buffers: layers before the backprop segment write into two ping-pong buffers (a ZO forward
 // is inference); the segment's input and every output from there on are kept for backprop.
+//
+// Threads: a forward pass runs the whole layer stack on fixed chunks of kForwardChunk samples,
+// one OpenMP fork/join per pass, each thread with its own scratch; kernels see a small batch
+// inside a parallel region and run serially. Per-sample results do not depend on the split, so
+// this keeps results bit-identical for any thread count. Backward runs once on the whole batch
+// (its kernels parallelise internally, reductions in a fixed order).
 #pragma once
 
 #include <cstddef>
@@ -26,6 +32,8 @@
 namespace zt::train {
 
 enum class BpActivations { kMinus, kAverage };
+
+inline constexpr int kForwardChunk = 4;
 
 struct Fp32TrainerOptions {
   int partition = 0;   // C in [0, L]
@@ -57,6 +65,8 @@ class Fp32Trainer {
   StepStats step(const float* x, const std::uint8_t* labels, int n, std::uint64_t step_seed,
                  float lr_zo, float lr_bp, telemetry::PhaseTimes& times);
   EvalStats evaluate(const float* x, const std::uint8_t* labels, int n);
+  // Logits [n, classes] of a forward pass at the current parameters (valid until the next pass).
+  const float* logits(const float* x, int n) { return forward(x, n, 0); }
   // Loss only (for gradient checks): forward pass at the current parameters.
   double loss(const float* x, const std::uint8_t* labels, int n);
 
@@ -81,6 +91,8 @@ class Fp32Trainer {
   void backward(int n, int set, const float* dlogits);
   const float* layer_input(const float* x, int i, int set) const;
   float* layer_output(int i, int set) const;
+  float* chunk_output(int i, int set, int b0) const;
+  const float* chunk_input(const float* x, int i, int set, int b0) const;
 
   nn::Model& model_;
   Fp32TrainerOptions opt_;
@@ -92,6 +104,9 @@ class Fp32Trainer {
   int h_pingpong_[2] = {-1, -1}, h_err_[2] = {-1, -1}, h_scratch_ = -1, h_dlogits_[2] = {-1, -1};
   int h_grad_ = -1, h_adam_m_ = -1, h_adam_v_ = -1;
   float *grad_ = nullptr, *adam_m_ = nullptr, *adam_v_ = nullptr, *scratch_ = nullptr;
+  std::size_t chunk_scratch_floats_ = 0;  // per thread, for a forward chunk
+  int threads_ = 1;                       // forward threads (scratch slots)
+  std::size_t pp_per_sample_ = 0;         // ping-pong stride per sample
   std::int64_t adam_t_ = 0;
   int sets_ = 1;
   const float* input_ = nullptr;  // the batch of the last forward pass (layer 0's input)
