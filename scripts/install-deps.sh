@@ -22,8 +22,9 @@ as_root() {
 
 host_pkgs=(build-essential cmake ninja-build pkg-config libcli11-dev libspdlog-dev libfmt-dev
            nlohmann-json3-dev libgtest-dev zlib1g-dev libomp-dev)
+# libgomp1/libstdc++6/libc6:arm64 are the runtime qemu loads (-L /, see toolchains/).
 cross_pkgs=(g++-aarch64-linux-gnu qemu-user libspdlog-dev:arm64 libfmt-dev:arm64
-            libgtest-dev:arm64 zlib1g-dev:arm64)
+            libgtest-dev:arm64 zlib1g-dev:arm64 libgomp1:arm64 libstdc++6:arm64 libc6:arm64)
 
 missing=()
 for p in "${host_pkgs[@]}"; do dpkg -s "${p}" >/dev/null 2>&1 || missing+=("${p}"); done

@@ -14,4 +14,7 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
 if(NOT ZT_QEMU_CPU)
   set(ZT_QEMU_CPU cortex-a7)
 endif()
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-arm;-cpu;${ZT_QEMU_CPU};-L;/usr/arm-linux-gnueabihf)
+# Run with the multiarch runtime (-L /: /lib/ld-linux-*.so and /lib/arm-linux-gnueabihf/), not the cross
+# sysroot: the cross package's ld.so (2.36-8cross1) mixed with the multiarch libc6 that the
+# target -dev packages pull in (2.36-9+deb12u*) hangs in thread creation under qemu.
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-arm;-cpu;${ZT_QEMU_CPU};-L;/)
