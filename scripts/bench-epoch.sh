@@ -22,7 +22,7 @@
 #   --no-pytorch      zotrain only
 #   --keep            keep the temporary output directories
 # Hyperparameters (environment, same for both tools): BP_LR (0.05: Full BP and the BP part of
-# ElasticZO), ZO_LR_FULL (1e-3: Full ZO), ZO_LR_ELASTIC (1e-4: ZO part of ElasticZO),
+# ElasticZO), ZO_LR_FULL (1e-3: Full ZO), ZO_LR_ELASTIC (3e-4: ZO part of ElasticZO),
 # ZO_EPS (1e-3), GRAD_CLIP (100).
 # Needs: cmake + the project's build deps, npm (for scripts/get-data.sh), python3, and for the
 # reference Debian's PyTorch (apt-get install -y python3-torch; run with /usr/bin/python3).
@@ -42,7 +42,7 @@ run_pytorch=1
 keep=0
 BP_LR="${BP_LR:-0.05}"
 ZO_LR_FULL="${ZO_LR_FULL:-1e-3}"
-ZO_LR_ELASTIC="${ZO_LR_ELASTIC:-1e-4}"
+ZO_LR_ELASTIC="${ZO_LR_ELASTIC:-3e-4}"
 ZO_EPS="${ZO_EPS:-1e-3}"
 GRAD_CLIP="${GRAD_CLIP:-100}"
 PY="${PYTHON:-/usr/bin/python3}"
