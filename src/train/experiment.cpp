@@ -309,6 +309,8 @@ int run_experiment(const RunRequest& req) {
   topt.optimizer = cfg.optimizer.name == "adam" ? OptimizerKind::kAdam : OptimizerKind::kSgd;
   topt.bp_activations =
       cfg.method.bp_activations == "average" ? BpActivations::kAverage : BpActivations::kMinus;
+  const LearningRates lrs =
+      resolve_learning_rates(cfg.optimizer.lr, cfg.optimizer.bp_lr, topt.optimizer);
   model->init(cfg.seed);
   Fp32Trainer trainer(*model, topt);
 
@@ -348,6 +350,7 @@ int run_experiment(const RunRequest& req) {
                {"memory", {{"paper", paper_json(paper)},
                            {"planned_bytes", planned},
                            {"dataset_bytes", dataset_bytes}}},
+               {"learning_rates", {{"zo", lrs.zo}, {"bp", lrs.bp}}},
                {"batch_size", batch},
                {"threads", threads},
                {"forward_macs_per_sample", model->forward_macs_per_sample()}};
@@ -415,6 +418,8 @@ int run_experiment(const RunRequest& req) {
   // The effective config, with the data directory made absolute so `--resume DIR` finds it.
   config::ExperimentConfig effective = cfg;
   effective.data.root = fs::absolute(root).lexically_normal().string();
+  effective.optimizer.lr = lrs.zo;
+  effective.optimizer.bp_lr = lrs.bp;
   write_file_atomic(out + "/config.json", config::to_json_text(effective));
 
   g_interrupted.store(false);
@@ -431,10 +436,9 @@ int run_experiment(const RunRequest& req) {
   EvalResult last_eval{-1, -1};
 
   for (; pr.epoch < epochs; ++pr.epoch) {
-    const double lr = decayed_lr(cfg.optimizer.lr, cfg.optimizer.decay.factor,
+    const double lr = decayed_lr(lrs.zo, cfg.optimizer.decay.factor,
                                  cfg.optimizer.decay.every_epochs, pr.epoch);
-    const double bp_lr_base = cfg.optimizer.bp_lr >= 0 ? cfg.optimizer.bp_lr : cfg.optimizer.lr;
-    const double bp_lr = decayed_lr(bp_lr_base, cfg.optimizer.decay.factor,
+    const double bp_lr = decayed_lr(lrs.bp, cfg.optimizer.decay.factor,
                                     cfg.optimizer.decay.every_epochs, pr.epoch);
     batcher.start_epoch(static_cast<int>(pr.epoch));
     const std::int64_t steps = batcher.batches_per_epoch();

@@ -22,6 +22,18 @@ void adam_update(std::size_t n, float* theta, const float* grad, float* m, float
   }
 }
 
+LearningRates resolve_learning_rates(double lr, double bp_lr, OptimizerKind kind) {
+  LearningRates r;
+  r.zo = lr > 0 ? lr : kDefaultZoLr;
+  if (bp_lr >= 0)
+    r.bp = bp_lr;
+  else if (lr > 0)
+    r.bp = lr;
+  else
+    r.bp = kind == OptimizerKind::kAdam ? kDefaultAdamLr : kDefaultSgdLr;
+  return r;
+}
+
 double decayed_lr(double lr, double factor, std::int64_t every_epochs, std::int64_t epoch) {
   if (every_epochs <= 0) return lr;
   return lr * std::pow(factor, static_cast<double>(epoch / every_epochs));

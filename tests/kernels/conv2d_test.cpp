@@ -17,6 +17,7 @@
 #include <omp.h>
 #endif
 
+#include "../../src/kernels/conv2d/conv2d_internal.hpp"
 #include "zotrain/kernels/conv2d.hpp"
 
 namespace zt::kernels {
@@ -73,6 +74,8 @@ const Conv2dShape kShapes[] = {
     {1, 1, 1, 1, 1, 1, 0},
     {0, 2, 5, 5, 3, 3, 1},     // empty batch
     {17, 3, 9, 11, 33, 3, 1},  // O above two register tiles, many slots
+    {6, 2, 13, 37, 11, 7, 3},  // k = 7, rows of 2+ vectors with a tail
+    {40, 3, 5, 17, 9, 5, 4},   // pad = k − 1, groups of samples per slot
 };
 
 struct Sizes {
@@ -101,6 +104,21 @@ TEST_P(Conv2dF32Test, SelectsTheRequestedPath) {
     EXPECT_EQ(bwd_, &conv2d_backward_f32_portable);
   }
   if (GetParam() == Isa::kReference) { EXPECT_EQ(fwd_, &conv2d_forward_f32_ref); }
+}
+
+// The portable path's algorithm depends on the shape only: LeNet-5 layers go direct; 1x1 without
+// padding, padding ≥ k and rows using under half a vector go through im2col + GEMM.
+TEST(Conv2dF32PathTest, AlgorithmChoice) {
+  using namespace conv2d_detail;
+  for (int batch : {1, 4, 32, 256}) {
+    const Conv2dShape c1{batch, 1, 28, 28, 6, 5, 2}, c2{batch, 6, 14, 14, 16, 5, 2};
+    EXPECT_TRUE(forward_uses_direct(c1) && backward_uses_direct(c1)) << batch;
+    EXPECT_TRUE(forward_uses_direct(c2) && backward_uses_direct(c2)) << batch;
+  }
+  EXPECT_FALSE(forward_uses_direct({2, 5, 6, 7, 17, 1, 0}));
+  EXPECT_FALSE(backward_uses_direct({2, 5, 6, 7, 17, 1, 0}));
+  EXPECT_FALSE(forward_uses_direct({2, 1, 20, 20, 2, 3, 3}));  // pad ≥ k
+  EXPECT_EQ(forward_uses_direct({1, 1, 5, 5, 1, 3, 1}), lanes() <= 10);  // 5 of `lanes` used
 }
 
 TEST_P(Conv2dF32Test, ForwardMatchesReference) {
@@ -171,17 +189,98 @@ TEST(Conv2dF32RefTest, BackwardIsTheAdjointOfForward) {
 }
 
 TEST(Conv2dF32ScratchTest, ScratchIsModest) {
-  // LeNet conv2 at batch 256: eight slots of one sample's im2col plus dW/db partials.
-  const Conv2dShape s{256, 6, 14, 14, 16, 5, 2};
-  EXPECT_EQ(conv2d_scratch_floats(s), 8u * (150u * 196u + 16u * 150u + 16u));
+  // LeNet conv2: packed weights, then per slot (at most 8) lane-wise dW/db partials and padded
+  // copies of at most 4 samples. It stops growing at batch 32 and stays under 2 MiB.
+  const Conv2dShape s{256, 6, 14, 14, 16, 5, 2}, s32{32, 6, 14, 14, 16, 5, 2};
+  EXPECT_EQ(conv2d_scratch_floats(s), conv2d_scratch_floats(s32));
+  EXPECT_LE(conv2d_scratch_floats(s) * sizeof(float), 2u << 20);
+  const Conv2dShape one{1, 6, 14, 14, 16, 5, 2};
+  EXPECT_LE(conv2d_scratch_floats(one) * sizeof(float), 256u << 10);
   const Conv2dShape empty{0, 6, 14, 14, 16, 5, 2};
   EXPECT_EQ(conv2d_scratch_floats(empty), 0u);
+}
+
+// Every kernel size 1..7 with every padding 0..k−1 (and one k ≤ pad case), widths around one and
+// two vectors, odd heights: forward and backward against the reference, guards after every
+// output and after the scratch.
+TEST_P(Conv2dF32Test, SweepKernelsPaddingsAndWidths) {
+  const int l = conv2d_detail::lanes();
+  unsigned seed = 7000;
+  int cases = 0;
+  for (int k = 1; k <= 7; ++k)
+    for (int pad = 0; pad <= k; ++pad)
+      for (int ow : {1, l - 1, l, l + 1, 2 * l - 1, 2 * l + 1}) {
+        if (ow < 1 || (pad == k && ow != l + 1)) continue;
+        const int in_w = ow + k - 1 - 2 * pad;
+        if (in_w < 1) continue;
+        const int in_h = 3 + (k + ow) % 4, batch = 1 + (k + pad + ow) % 3;
+        const Conv2dShape s{batch, 1 + ow % 3, in_h, in_w, 1 + (k * 3 + ow) % 7, k, pad};
+        if (s.out_h() < 1) continue;
+        ++cases;
+        const Sizes n = sizes_of(s);
+        const auto x = random_vec(n.x, seed++), w = random_vec(n.w, seed++), bias = random_vec(s.out_c, seed++);
+        const auto dy = random_vec(n.y, seed++);
+        const std::size_t sn = conv2d_scratch_floats(s);
+        auto scratch = with_guard(std::vector<float>(sn, 3.0f));
+        auto y = with_guard(std::vector<float>(n.y, 1e30f)), y_want = y;
+        fwd_(s, x.data(), w.data(), bias.data(), y.data(), scratch.data());
+        conv2d_forward_f32_ref(s, x.data(), w.data(), bias.data(), y_want.data(), nullptr);
+        const std::string what = describe(s);
+        expect_close(y, y_want, n.y, s.in_c * k * k, what + " y");
+        auto dw = with_guard(random_vec(n.w, seed++)), dw_want = dw;
+        auto db = with_guard(random_vec(s.out_c, seed++)), db_want = db;
+        auto dx = with_guard(std::vector<float>(n.x, 1e30f)), dx_want = dx;
+        bwd_(s, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), scratch.data());
+        conv2d_backward_f32_ref(s, x.data(), w.data(), dy.data(), dx_want.data(), dw_want.data(), db_want.data(),
+                                nullptr);
+        const int spatial = s.batch * s.out_h() * s.out_w();
+        expect_close(dw, dw_want, n.w, spatial + 1, what + " dw");
+        expect_close(db, db_want, s.out_c, spatial + 1, what + " db");
+        expect_close(dx, dx_want, n.x, s.out_c * k * k, what + " dx");
+        for (std::size_t t = 0; t < kGuardTail; ++t) EXPECT_EQ(scratch[sn + t], kGuard) << what << " scratch guard";
+      }
+  EXPECT_GT(cases, 40);
+}
+
+// A sample's forward output does not depend on the batch it is computed in: one call with
+// batch 32, 32 calls with batch 1 and 8 calls with batch 4 from inside a parallel region (as
+// the trainer calls it) give the same bits.
+TEST_P(Conv2dF32Test, ForwardIndependentOfBatchSplit) {
+  const Conv2dShape shapes[] = {{32, 1, 28, 28, 6, 5, 2}, {32, 6, 14, 14, 16, 5, 2}, {32, 3, 9, 11, 33, 3, 1},
+                                {32, 5, 6, 7, 17, 1, 0}, {32, 2, 13, 37, 11, 7, 3}};
+  unsigned seed = 3100;
+  for (const auto& s : shapes) {
+    const Sizes n = sizes_of(s);
+    const auto x = random_vec(n.x, seed++), w = random_vec(n.w, seed++), bias = random_vec(s.out_c, seed++);
+    std::vector<float> scratch(conv2d_scratch_floats(s));
+    std::vector<float> y_all(n.y), y_one(n.y), y_chunk(n.y);
+    fwd_(s, x.data(), w.data(), bias.data(), y_all.data(), scratch.data());
+    const std::size_t xs = n.x / s.batch, ys = n.y / s.batch;
+    Conv2dShape s1 = s;
+    s1.batch = 1;
+    std::vector<float> scratch1(conv2d_scratch_floats(s1));
+    for (int b = 0; b < s.batch; ++b)
+      fwd_(s1, x.data() + b * xs, w.data(), bias.data(), y_one.data() + b * ys, scratch1.data());
+    EXPECT_EQ(0, std::memcmp(y_all.data(), y_one.data(), n.y * sizeof(float))) << describe(s) << " batch 1";
+    Conv2dShape s4 = s;
+    s4.batch = 4;
+    const std::size_t sc4 = conv2d_scratch_floats(s4);
+    std::vector<float> scratch4(sc4 * 8);
+#ifdef ZT_OPENMP
+#pragma omp parallel for num_threads(2) schedule(dynamic)
+#endif
+    for (int chunk = 0; chunk < 8; ++chunk)
+      fwd_(s4, x.data() + chunk * 4 * xs, w.data(), bias.data(), y_chunk.data() + chunk * 4 * ys,
+           scratch4.data() + chunk * sc4);
+    EXPECT_EQ(0, std::memcmp(y_all.data(), y_chunk.data(), n.y * sizeof(float))) << describe(s) << " chunks of 4";
+  }
 }
 
 #ifdef ZT_OPENMP
 TEST_P(Conv2dF32Test, BitIdenticalForAnyThreadCount) {
   const int saved = omp_get_max_threads();
-  const Conv2dShape shapes[] = {{32, 6, 14, 14, 16, 5, 2}, {11, 1, 28, 28, 6, 5, 2}, {3, 2, 9, 7, 5, 3, 1}};
+  const Conv2dShape shapes[] = {{32, 6, 14, 14, 16, 5, 2}, {11, 1, 28, 28, 6, 5, 2}, {3, 2, 9, 7, 5, 3, 1},
+                                {19, 5, 6, 7, 17, 1, 0}, {37, 2, 13, 37, 11, 7, 3}};
   unsigned seed = 4242;
   for (const auto& s : shapes) {
     const Sizes n = sizes_of(s);
@@ -189,11 +288,20 @@ TEST_P(Conv2dF32Test, BitIdenticalForAnyThreadCount) {
     const auto dy = random_vec(n.y, seed++);
     std::vector<float> scratch(conv2d_scratch_floats(s));
     std::vector<float> y1, dx1, dw1, db1;
-    for (int threads : {1, 2, 3}) {
-      omp_set_num_threads(threads);
+    for (int threads : {1, 2, 3, 0}) {  // 0: called from inside a parallel region (runs serially)
+      omp_set_num_threads(std::max(threads, 2));
       std::vector<float> y(n.y), dx(n.x), dw(n.w, 0.5f), db(s.out_c, 0.25f);
-      fwd_(s, x.data(), w.data(), bias.data(), y.data(), scratch.data());
-      bwd_(s, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), scratch.data());
+      const auto run = [&] {
+        fwd_(s, x.data(), w.data(), bias.data(), y.data(), scratch.data());
+        bwd_(s, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), scratch.data());
+      };
+      if (threads == 0) {
+#pragma omp parallel num_threads(2)
+#pragma omp single
+        run();
+      } else {
+        run();
+      }
       if (threads == 1) {
         y1 = y, dx1 = dx, dw1 = dw, db1 = db;
         continue;

@@ -14,6 +14,19 @@ void sgd_update(std::size_t n, float* theta, const float* grad, float lr);
 void adam_update(std::size_t n, float* theta, const float* grad, float* m, float* v,
                  std::int64_t t, float lr);
 
+// Defaults chosen by a sweep on the bundled MNIST subset (README, "Defaults"): ZO part 1e-3
+// (with zo.grad_clip 2); backprop part 0.05 with SGD, 1e-3 with Adam.
+inline constexpr double kDefaultZoLr = 1e-3;
+inline constexpr double kDefaultSgdLr = 0.05;
+inline constexpr double kDefaultAdamLr = 1e-3;
+
+struct LearningRates {
+  double zo = 0, bp = 0;
+};
+// optimizer.lr = 0 means the default ZO rate; optimizer.bp_lr < 0 means optimizer.lr when that
+// was given, else the optimizer's default backprop rate.
+LearningRates resolve_learning_rates(double lr, double bp_lr, OptimizerKind kind);
+
 // The learning rate of an epoch under step decay: lr · factor^floor(epoch / every).
 double decayed_lr(double lr, double factor, std::int64_t every_epochs, std::int64_t epoch);
 
