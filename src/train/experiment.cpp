@@ -254,14 +254,15 @@ EvalResult evaluate(Fp32Trainer& trainer, const data::ImageSet& test, int batch,
 void print_tables(const PhaseTimes& t, double epochs_run, const telemetry::PaperMemory& paper,
                   std::size_t planned, std::uint64_t rss) {
   const double total = t.total();
-  std::printf("\n  %-14s %10s %7s %12s\n", "phase", "seconds", "share", "per epoch");
-  for (int i = 0; i < telemetry::kNumPhases; ++i) {
-    const auto p = static_cast<Phase>(i);
-    std::printf("  %-14s %10.3f %6.1f%% %12.3f\n", telemetry::phase_label(p), t.get(p),
-                total > 0 ? 100.0 * t.get(p) / total : 0.0,
-                epochs_run > 0 ? t.get(p) / epochs_run : 0.0);
+  if (total > 0) {
+    std::printf("\n  %-14s %10s %7s %12s\n", "phase", "seconds", "share", "per epoch");
+    for (int i = 0; i < telemetry::kNumPhases; ++i) {
+      const auto p = static_cast<Phase>(i);
+      std::printf("  %-14s %10.3f %6.1f%% %12.3f\n", telemetry::phase_label(p), t.get(p),
+                  100.0 * t.get(p) / total, epochs_run > 0 ? t.get(p) / epochs_run : 0.0);
+    }
+    std::printf("  %-14s %10.3f\n", "total", total);
   }
-  std::printf("  %-14s %10.3f\n", "total", total);
   std::printf("\n  %-32s %14s %12s\n", "memory", "bytes", "");
   for (const auto& [name, bytes] : paper.breakdown)
     std::printf("  paper: %-25s %14zu %12s\n", name.c_str(), bytes, mib(bytes).c_str());
@@ -364,6 +365,7 @@ int run_experiment(const RunRequest& req) {
                ds.test.count, C, L, trainer.zo_params(), trainer.bp_params());
 
   if (req.dry_run) {
+    if (!req.quiet) {
     std::printf("plan for '%s':\n", cfg.name.c_str());
     for (int i = 0; i < model->size(); ++i) {
       nn::Layer& l = model->layer(i);
@@ -378,6 +380,7 @@ int run_experiment(const RunRequest& req) {
     for (const auto& e : trainer.arena().entries())
       std::printf("    %-28s %12zu bytes\n", e.name.c_str(), e.floats * 4);
     print_tables(PhaseTimes{}, 0, paper, planned, 0);
+    }
     fs::create_directories(out);
     plan["dry_run"] = true;
     write_file_atomic(out + "/summary.json", plan.dump(2) + "\n");
