@@ -38,7 +38,7 @@ constexpr int kNc = 4096;            // columns per packed B block (multiple of 
 static_assert(kMc % kMr == 0 && kNc % kNr == 0);
 
 // Minimum multiply-accumulates before a call forks threads (results do not depend on it).
-constexpr double kParallelMacs = 48.0 * 1024.0;
+constexpr double kParallelMacs = 512.0 * 1024.0;
 
 // x − (+0) == x exactly for every x (−0 and NaN included); GCC lowers it to one broadcast.
 inline VecF broadcast(float x) { return x - VecF{}; }
