@@ -26,6 +26,15 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
   // Outputs from keep_from_ on get their own buffer: the segment's input (output seg−1) and
   // everything after it, and always the logits.
   keep_from_ = std::min(std::max(seg_ - 1, 0), n - 1);
+  chunked_until_ = n;
+  for (int i = 0; i < n; ++i)
+    if (model_.layer(i).prefers_whole_batch()) {
+      chunked_until_ = i;
+      break;
+    }
+  // Layers after the chunked prefix run on the whole batch and read [B, ...] layouts, so the
+  // prefix's last output gets its own buffer instead of a (chunk-strided) ping-pong slice.
+  if (chunked_until_ >= 1) keep_from_ = std::min(keep_from_, chunked_until_ - 1);
   zo_params_ = model_.num_params_of_range(0, opt_.partition);
   bp_params_ = model_.num_params() - zo_params_;
   bp_theta_ = model_.param_data() + zo_params_;
@@ -41,7 +50,7 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
   for (int i = 0; i < n; ++i) {
     if (i < keep_from_) pp_per_sample_ = std::max(pp_per_sample_, model_.output_floats(i));
     if (i >= seg_) err_floats = std::max(err_floats, model_.output_floats(i) * B);
-    if (i >= seg_)  // backward runs on the whole batch
+    if (i >= seg_ || i >= chunked_until_)  // these run on the whole batch
       scratch_floats = std::max(scratch_floats, model_.layer(i).scratch_floats(opt_.batch_size));
     chunk_scratch_floats_ = std::max(chunk_scratch_floats_, model_.layer(i).scratch_floats(chunk));
   }
@@ -121,22 +130,26 @@ const float* Fp32Trainer::forward(const float* x, int n, int set) {
   const int chunks = (n + kForwardChunk - 1) / kForwardChunk;
   auto run_chunk = [&](int c, float* scratch) {
     const int b0 = c * kForwardChunk, nb = std::min(kForwardChunk, n - b0);
-    for (int i = 0; i < layers; ++i) {
+    for (int i = 0; i < chunked_until_; ++i) {
       model_.layer(i).forward(nb, chunk_input(x, i, set, b0), chunk_output(i, set, b0), scratch);
     }
   };
+  bool done = false;
 #ifdef ZT_OPENMP
-  if (threads_ > 1 && chunks > 1) {
+  if (threads_ > 1 && chunks > 1 && chunked_until_ > 0) {
 #pragma omp parallel num_threads(threads_)
     {
       float* scratch = scratch_ ? scratch_ + chunk_scratch_floats_ * omp_get_thread_num() : nullptr;
 #pragma omp for schedule(static)
       for (int c = 0; c < chunks; ++c) run_chunk(c, scratch);
     }
-    return layer_output(layers - 1, set);
+    done = true;
   }
 #endif
-  for (int c = 0; c < chunks; ++c) run_chunk(c, scratch_);
+  if (!done)
+    for (int c = 0; c < chunks; ++c) run_chunk(c, scratch_);
+  for (int i = chunked_until_; i < layers; ++i)
+    model_.layer(i).forward(n, layer_input(x, i, set), layer_output(i, set), scratch_);
   return layer_output(layers - 1, set);
 }
 

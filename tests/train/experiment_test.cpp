@@ -75,7 +75,7 @@ INSTANTIATE_TEST_SUITE_P(Methods, ResumeTest,
 
 TEST(Experiment, DryRunWritesThePlanOnly) {
   const auto d = fresh_dir("dry");
-  RunRequest r = tiny(d.string(), {"train.batch_size=256", "data.train_limit=0"});
+  RunRequest r = tiny(d.string(), {"train.batch_size=256", "data.train_limit=0", "optimizer.name=sgd"});
   r.dry_run = true;
   ASSERT_EQ(run_experiment(r), 0);
   const auto s = nlohmann::json::parse(std::ifstream(d / "summary.json"));

@@ -16,8 +16,12 @@ struct Shape {
   }
   std::string str() const {
     std::string s = "[";
-    for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? "x" : "") + std::to_string(dims[i]);
-    return s + "]";
+    for (std::size_t i = 0; i < dims.size(); ++i) {
+      if (i) s.push_back('x');
+      s.append(std::to_string(dims[i]));
+    }
+    s.push_back(']');
+    return s;
   }
   bool operator==(const Shape&) const = default;
 };

@@ -39,6 +39,9 @@ class Layer {
   bool parametric() const { return !const_cast<Layer*>(this)->params().empty(); }
   // True for conv/linear (their int32 output counts in the int8 accounting).
   virtual bool is_matmul() const { return false; }
+  // True when the forward pass is a matrix product over the batch that is much faster on the
+  // whole batch than on small chunks of it (linear layers: one packed weight, M = batch).
+  virtual bool prefers_whole_batch() const { return false; }
   // PyTorch-default initialisation of this layer's parameters.
   virtual void init(SplitMix64& /*rng*/) {}
   // Multiply–accumulates of one forward pass, per sample.

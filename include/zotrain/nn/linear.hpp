@@ -14,6 +14,7 @@ class Linear final : public Layer {
   Shape infer(const Shape& in) override;
   std::vector<ParamTensor*> params() override { return {&weight_, &bias_}; }
   bool is_matmul() const override { return true; }
+  bool prefers_whole_batch() const override { return true; }
   void init(SplitMix64& rng) override;
   std::size_t forward_macs() const override;
   void forward(int batch, const float* x, float* y, float* scratch) override;

@@ -10,10 +10,12 @@
 // Buffers: layers before the backprop segment write into two ping-pong buffers (a ZO forward
 // is inference); the segment's input and every output from there on are kept for backprop.
 //
-// Threads: a forward pass runs the whole layer stack on fixed chunks of kForwardChunk samples,
-// one OpenMP fork/join per pass, each thread with its own scratch; kernels see a small batch
-// inside a parallel region and run serially. Per-sample results do not depend on the split, so
-// this keeps results bit-identical for any thread count. Backward runs once on the whole batch
+// Threads: a forward pass runs the per-sample layers (conv, ReLU, pool — everything before the
+// first layer that prefers the whole batch) on fixed chunks of kForwardChunk samples, one
+// OpenMP fork/join for all of them, each thread with its own scratch; kernels see a small batch
+// inside a parallel region and run serially. The remaining layers (linear: one GEMM with
+// M = batch) run on the whole batch with kernel-level threads. Per-sample results do not
+// depend on the split, so results are bit-identical for any thread count. Backward runs once on the whole batch
 // (its kernels parallelise internally, reductions in a fixed order).
 #pragma once
 
@@ -107,6 +109,7 @@ class Fp32Trainer {
   std::size_t chunk_scratch_floats_ = 0;  // per thread, for a forward chunk
   int threads_ = 1;                       // forward threads (scratch slots)
   std::size_t pp_per_sample_ = 0;         // ping-pong stride per sample
+  int chunked_until_ = 0;                 // layers [0, chunked_until_) run in chunks
   std::int64_t adam_t_ = 0;
   int sets_ = 1;
   const float* input_ = nullptr;  // the batch of the last forward pass (layer 0's input)
