@@ -8,22 +8,13 @@
 #include <initializer_list>
 #include <string>
 
+#include "../support.hpp"
 #include "zotrain/core/error.hpp"
 
 namespace zt::config {
 namespace {
 
-// Expects zt::Error whose one-line message contains every one of `parts`.
-void expect_error(const std::function<void()>& fn, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected zt::Error";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
-  }
-}
+using zt::test::expect_error;
 
 ExperimentConfig parse(const std::string& text, std::initializer_list<std::string> ov = {}) {
   return parse_config(text, "config.json", std::vector<std::string>(ov));

@@ -8,28 +8,19 @@
 #include <string>
 
 #include "idx_fixtures.hpp"
+#include "../support.hpp"
 #include "zotrain/core/error.hpp"
 
 namespace zt::data {
 namespace {
+
+using zt::test::expect_error;
 
 using testing::Bytes;
 using testing::gzip_bytes;
 using testing::idx_images;
 using testing::idx_labels;
 using testing::TempDir;
-
-// Expects zt::Error whose message contains every one of `parts`.
-void expect_error(const std::function<void()>& fn, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected zt::Error";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
-  }
-}
 
 void expect_pair_matches_fixture(const ImageSet& s, int count, int rows, int cols) {
   ASSERT_EQ(s.count, count);

@@ -9,7 +9,6 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -19,6 +18,7 @@
 
 #include "../../src/kernels/conv2d/conv2d_internal.hpp"
 #include "zotrain/kernels/conv2d.hpp"
+#include "../support.hpp"
 
 namespace zt::kernels {
 namespace {
@@ -28,11 +28,7 @@ constexpr float kGuard = -7777.25f;
 constexpr std::size_t kGuardTail = 11;
 
 std::vector<float> random_vec(std::size_t n, unsigned seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = u(rng);
-  return v;
+  return test::random_floats(n, seed, lo, hi);
 }
 
 std::vector<float> with_guard(std::vector<float> v) {

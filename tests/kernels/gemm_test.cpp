@@ -8,7 +8,6 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -17,6 +16,7 @@
 #endif
 
 #include "zotrain/kernels/gemm.hpp"
+#include "../support.hpp"
 
 namespace zt::kernels {
 namespace {
@@ -25,13 +25,7 @@ constexpr float kTolC = 4.0f;
 constexpr float kGuard = -7777.25f;
 constexpr int kGuardTail = 19;
 
-std::vector<float> random_vec(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = u(rng);
-  return v;
-}
+std::vector<float> random_vec(std::size_t n, unsigned seed) { return test::random_floats(n, seed); }
 
 struct GemmCase {
   bool ta, tb;

@@ -13,6 +13,7 @@
 #include "zotrain/nn/conv2d.hpp"
 #include "zotrain/nn/lenet5.hpp"
 #include "zotrain/nn/linear.hpp"
+#include "../support.hpp"
 
 namespace zt::nn {
 namespace {
@@ -20,12 +21,9 @@ namespace {
 using kernels::Isa;
 
 std::vector<float> random_vec(std::size_t n, std::uint64_t seed, float lo = -1, float hi = 1) {
-  SplitMix64 r(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) {
-    x = lo + (hi - lo) * r.uniform();
+  std::vector<float> v = test::random_floats(n, seed, lo, hi);
+  for (auto& x : v)
     if (std::abs(x) < 0.05f) x = x < 0 ? -0.05f : 0.05f;  // stay off the ReLU kink
-  }
   return v;
 }
 
