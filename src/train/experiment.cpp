@@ -273,6 +273,24 @@ void print_tables(const PhaseTimes& t, double epochs_run, const telemetry::Paper
                 static_cast<unsigned long long>(rss), mib(rss).c_str());
 }
 
+void print_plan(const std::string& name, nn::Model& model, int partition,
+                const Fp32Trainer& trainer, const telemetry::PaperMemory& paper,
+                std::size_t planned) {
+  std::printf("plan for '%s':\n", name.c_str());
+  const int seg = model.bp_segment_start(partition);
+  for (int i = 0; i < model.size(); ++i) {
+    nn::Layer& l = model.layer(i);
+    std::size_t np = 0;
+    for (auto* p : l.params()) np += p->size();
+    std::printf("  %-6s %-10s out %-12s params %7zu  %s\n", l.name().c_str(), l.kind(),
+                model.output_shape(i).str().c_str(), np, np == 0 ? "" : (i < seg ? "ZO" : "BP"));
+  }
+  std::printf("  planned buffers:\n");
+  for (const auto& e : trainer.arena().entries())
+    std::printf("    %-28s %12zu bytes\n", e.name.c_str(), e.floats * 4);
+  print_tables(PhaseTimes{}, 0, paper, planned, 0);
+}
+
 }  // namespace
 
 std::string default_output_dir(const config::ExperimentConfig& cfg) {
@@ -365,22 +383,7 @@ int run_experiment(const RunRequest& req) {
                ds.test.count, C, L, trainer.zo_params(), trainer.bp_params());
 
   if (req.dry_run) {
-    if (!req.quiet) {
-    std::printf("plan for '%s':\n", cfg.name.c_str());
-    for (int i = 0; i < model->size(); ++i) {
-      nn::Layer& l = model->layer(i);
-      std::size_t np = 0;
-      for (auto* p : l.params()) np += p->size();
-      const bool zo_layer = i < model->bp_segment_start(C);
-      std::printf("  %-6s %-10s out %-12s params %7zu  %s\n", l.name().c_str(), l.kind(),
-                  model->output_shape(i).str().c_str(), np,
-                  np == 0 ? "" : (zo_layer ? "ZO" : "BP"));
-    }
-    std::printf("  planned buffers:\n");
-    for (const auto& e : trainer.arena().entries())
-      std::printf("    %-28s %12zu bytes\n", e.name.c_str(), e.floats * 4);
-    print_tables(PhaseTimes{}, 0, paper, planned, 0);
-    }
+    if (!req.quiet) print_plan(cfg.name, *model, C, trainer, paper, planned);
     fs::create_directories(out);
     plan["dry_run"] = true;
     write_file_atomic(out + "/summary.json", plan.dump(2) + "\n");
@@ -389,8 +392,8 @@ int run_experiment(const RunRequest& req) {
   }
 
   if (!req.resume && fs::exists(out) && !fs::is_empty(out) && !req.overwrite)
-    throw Error("output directory '" + out +
-                "' already holds files; use --resume " + out + " to continue it, --overwrite to replace it, or another --output-dir");
+    throw Error("output directory '" + out + "' already holds files; use --resume " + out +
+                " to continue it, --overwrite to replace it, or another --output-dir");
 
   // ---- from here on the output directory is ours ----
   fs::create_directories(out);
