@@ -278,6 +278,11 @@ TEST(GaussianTransformTest, CosSinMatchLibm) {
   for (std::uint32_t b : {0u, 1u, (1u << 21) - 1, 1u << 21, 1u << 22, 3u << 22, (1u << 24) - 1}) {
     check(b);
   }
+  // Both sides of every quadrant rounding edge (the quadrant swap/sign bits come from b + 2^21).
+  for (std::uint32_t k = 0; k < 4; ++k) {
+    const std::uint32_t edge = (2 * k + 1) << 21;
+    for (std::uint32_t b : {edge - 2, edge - 1, edge, edge + 1}) check(b);
+  }
   EXPECT_LT(worst, 2e-7);
   RecordProperty("cossin_max_abs_error", sci(worst));
 }

@@ -53,28 +53,30 @@ inline typename Vec<W>::U lane_counters(std::uint32_t c0) {
 }
 
 // W/16 consecutive full blocks starting at pair counter c0; out points at their first element.
+// The update is done in 16-lane pieces with `scale` broadcast once into a 16-lane vector: a
+// scalar operand of a W-lane generic vector (W > the native width) makes GCC build the splat with
+// W scalar stack stores and reload it, which stalls store forwarding on every step.
 template <int W, bool kFill>
-inline void vec_blocks(float* __restrict out, const Keys& k, std::uint32_t c0, float scale) {
+inline void vec_blocks(float* __restrict out, const Keys& k, std::uint32_t c0,
+                       typename Vec<kPairsPerBlock>::F scale) {
   using L = Vec<W>;
+  using P = Vec<kPairsPerBlock>::F;
   const PairT<L> z = gaussian_pair<L>(k, lane_counters<W>(c0));
-  typename L::F lo, hi;
   constexpr std::size_t kHalf = kPairsPerBlock * sizeof(float);
-  if constexpr (!kFill) {
-    for (int blk = 0; blk < W / kPairsPerBlock; ++blk) {
-      std::memcpy(reinterpret_cast<char*>(&lo) + blk * kHalf, out + blk * kBlock, kHalf);
-      std::memcpy(reinterpret_cast<char*>(&hi) + blk * kHalf, out + blk * kBlock + kPairsPerBlock,
-                  kHalf);
-    }
-    lo = lo + scale * z.z0;
-    hi = hi + scale * z.z1;
-  } else {
-    lo = z.z0;
-    hi = z.z1;
-  }
   for (int blk = 0; blk < W / kPairsPerBlock; ++blk) {
-    std::memcpy(out + blk * kBlock, reinterpret_cast<const char*>(&lo) + blk * kHalf, kHalf);
-    std::memcpy(out + blk * kBlock + kPairsPerBlock,
-                reinterpret_cast<const char*>(&hi) + blk * kHalf, kHalf);
+    P z0, z1;
+    std::memcpy(&z0, reinterpret_cast<const char*>(&z.z0) + blk * kHalf, kHalf);
+    std::memcpy(&z1, reinterpret_cast<const char*>(&z.z1) + blk * kHalf, kHalf);
+    float* o = out + blk * kBlock;
+    if constexpr (!kFill) {
+      P lo, hi;
+      std::memcpy(&lo, o, kHalf);
+      std::memcpy(&hi, o + kPairsPerBlock, kHalf);
+      z0 = lo + scale * z0;
+      z1 = hi + scale * z1;
+    }
+    std::memcpy(o, &z0, kHalf);
+    std::memcpy(o + kPairsPerBlock, &z1, kHalf);
   }
 }
 
@@ -84,7 +86,8 @@ void partial_block(float* out, std::uint64_t seed, std::uint64_t stream, std::ui
                    unsigned first, unsigned last, float scale) {
   alignas(64) float z[kBlock];
   const Keys k = keys_for_block(seed, stream, block);
-  vec_blocks<kPairsPerBlock, true>(z, k, static_cast<std::uint32_t>(block * kPairsPerBlock), 0.0f);
+  vec_blocks<kPairsPerBlock, true>(z, k, static_cast<std::uint32_t>(block * kPairsPerBlock),
+                                    Vec<kPairsPerBlock>::F{});
   for (unsigned e = first; e < last; ++e) {
     if constexpr (kFill) {
       out[e - first] = z[e];
@@ -100,13 +103,13 @@ void full_blocks(float* out, std::uint64_t seed, std::uint64_t stream, std::uint
                  std::uint64_t b_end, float scale) {
   constexpr std::uint64_t kStep = kW / kPairsPerBlock;
   const Keys k = keys_for_block(seed, stream, b_begin);
+  const Vec<kPairsPerBlock>::F sv = Vec<kPairsPerBlock>::F{} + scale;
   std::uint64_t b = b_begin;
   for (; b + kStep <= b_end; b += kStep, out += kStep * kBlock) {
-    vec_blocks<kW, kFill>(out, k, static_cast<std::uint32_t>(b * kPairsPerBlock), scale);
+    vec_blocks<kW, kFill>(out, k, static_cast<std::uint32_t>(b * kPairsPerBlock), sv);
   }
   for (; b < b_end; ++b, out += kBlock) {
-    vec_blocks<kPairsPerBlock, kFill>(out, k, static_cast<std::uint32_t>(b * kPairsPerBlock),
-                                      scale);
+    vec_blocks<kPairsPerBlock, kFill>(out, k, static_cast<std::uint32_t>(b * kPairsPerBlock), sv);
   }
 }
 

@@ -181,7 +181,6 @@ inline CosSinT<L> cossin_from_bits(typename L::U b24) {
   using U = typename L::U;
   using I = typename L::I;
   const U qr = b24 + 0x00200000U;  // + half a quadrant: round to the nearest quadrant
-  const U q = (qr >> 22) & 3U;
   const I t = std::bit_cast<I>(b24 - (qr & 0xffc00000U));
   const F x = L::to_f(t) * 3.74507028e-7f;  // (π/2)·2^-22, rounded to f32
   const F z = x * x;
@@ -189,14 +188,19 @@ inline CosSinT<L> cossin_from_bits(typename L::U b24) {
   const F c = (1.0f - 0.5f * z) +
               (z * z) * (4.166664568298827e-2f +
                          z * (-1.388731625493765e-3f + z * 2.443315711809948e-5f));
-  // Quadrant q: (cos, sin) = (c, s), (−s, c), (−c, −s), (s, −c).
-  const U swap = 0U - (q & 1U);  // all ones when q is odd
+  // Quadrant q = bits 22–23 of qr (bit 24 is dropped: mod 4): (cos, sin) = (c, s), (−s, c),
+  // (−c, −s), (s, −c). Only bit 31 of the words below is used: q1 = bit 0 of q (swap), q2 = bit 1
+  // of q (sin negated, q ∈ {2, 3}), q1 ^ q2 (cos negated, q ∈ {1, 2}). Branch-free, and written so
+  // that each select / sign flip is one three-input bitwise operation where the ISA has one.
+  const U q1 = qr << 9;
+  const U q2 = qr << 8;
+  const U swap = std::bit_cast<U>(std::bit_cast<I>(q1) >> 31);  // all ones when q is odd
   const U cb = std::bit_cast<U>(c);
   const U sb = std::bit_cast<U>(s);
   const U cos_b = (cb & ~swap) | (sb & swap);
   const U sin_b = (sb & ~swap) | (cb & swap);
-  const U cos_neg = ((q + 1U) & 2U) << 30;  // q ∈ {1, 2}
-  const U sin_neg = (q & 2U) << 30;         // q ∈ {2, 3}
+  const U cos_neg = (q1 ^ q2) & 0x80000000U;
+  const U sin_neg = q2 & 0x80000000U;
   return CosSinT<L>{std::bit_cast<F>(cos_b ^ cos_neg), std::bit_cast<F>(sin_b ^ sin_neg)};
 }
 
