@@ -23,7 +23,7 @@
 #   --keep            keep the temporary output directories
 # Hyperparameters (environment, same for both tools): BP_LR (0.05: Full BP and the BP part of
 # ElasticZO), ZO_LR_FULL (1e-3: Full ZO), ZO_LR_ELASTIC (3e-4: ZO part of ElasticZO),
-# ZO_EPS (1e-3), GRAD_CLIP (100).
+# ZO_EPS (1e-3), GRAD_CLIP (2, zotrain's default).
 # Needs: cmake + the project's build deps, npm (for scripts/get-data.sh), python3, and for the
 # reference Debian's PyTorch (apt-get install -y python3-torch; run with /usr/bin/python3).
 set -euo pipefail
@@ -44,7 +44,7 @@ BP_LR="${BP_LR:-0.05}"
 ZO_LR_FULL="${ZO_LR_FULL:-1e-3}"
 ZO_LR_ELASTIC="${ZO_LR_ELASTIC:-3e-4}"
 ZO_EPS="${ZO_EPS:-1e-3}"
-GRAD_CLIP="${GRAD_CLIP:-100}"
+GRAD_CLIP="${GRAD_CLIP:-2}"
 PY="${PYTHON:-/usr/bin/python3}"
 
 die() { echo "bench-epoch: error: $*" >&2; exit 1; }
