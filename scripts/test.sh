@@ -3,7 +3,8 @@
 # then the aarch64 cross build with ctest under qemu-aarch64 (-cpu cortex-a53).
 #   scripts/test.sh            host + aarch64
 #   scripts/test.sh --host     host only
-# Prints one closing line "tests: N passed, M failed".
+# Prints one closing line "tests: N passed, M failed, K skipped" (skipped: kernel paths the
+# CPU lacks, e.g. NEON on x86).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -14,6 +15,7 @@ host_only=0
 
 passed=0
 failed=0
+skipped=0
 run_ctest() {  # preset
   local log="build/$1-ctest.log" rc=0
   ctest --preset "$1" -j "${jobs}" --timeout 900 2>&1 | tee "${log}" || rc=$?
@@ -23,8 +25,11 @@ run_ctest() {  # preset
     local total fail
     fail="$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"${line}")"
     total="$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\2/' <<<"${line}")"
-    passed=$((passed + total - fail))
+    local skip
+    skip="$(grep -c '(Skipped)$' "${log}" || true)"
+    passed=$((passed + total - fail - skip))
     failed=$((failed + fail))
+    skipped=$((skipped + skip))
   else
     failed=$((failed + 1))
   fi
@@ -44,5 +49,5 @@ if [[ "${host_only}" -eq 0 ]]; then
   run_ctest aarch64 || status=1
 fi
 
-echo "tests: ${passed} passed, ${failed} failed"
+echo "tests: ${passed} passed, ${failed} failed, ${skipped} skipped"
 exit "${status}"
