@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
 #include <functional>
 #include <initializer_list>
 #include <string>
@@ -12,6 +15,16 @@
 #include "zotrain/core/rng.hpp"
 
 namespace zt::test {
+
+// The tolerance policy of every kernel test, stated once: elementwise f32 results are
+// bit-exact; an f32 reduction over `depth` terms may differ from the reference by at most
+// kTolC · FLT_EPSILON · √depth · max|reference|; int8→int32 products are exact.
+inline constexpr float kTolC = 4.0f;
+inline float reduction_tolerance(int depth, float max_abs_ref) {
+  return kTolC * FLT_EPSILON * std::sqrt(static_cast<float>(std::max(depth, 1))) * max_abs_ref;
+}
+// Written past the end of outputs; a kernel that touches it has overrun its output.
+inline constexpr float kGuard = -7777.25f;
 
 // n values uniform in [lo, hi) from the project's own generator: the same data on every
 // platform and standard library, so a failure replays anywhere from its seed.

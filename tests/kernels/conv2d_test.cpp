@@ -23,8 +23,7 @@
 namespace zt::kernels {
 namespace {
 
-constexpr float kTolC = 4.0f;
-constexpr float kGuard = -7777.25f;
+using test::kGuard;
 constexpr std::size_t kGuardTail = 11;
 
 std::vector<float> random_vec(std::size_t n, unsigned seed, float lo = -1.0f, float hi = 1.0f) {
@@ -47,7 +46,7 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want,
                   const std::string& what) {
   float max_ref = 0.0f;
   for (std::size_t i = 0; i < n; ++i) max_ref = std::max(max_ref, std::fabs(want[i]));
-  const float tol = kTolC * FLT_EPSILON * std::sqrt(static_cast<float>(std::max(depth, 1))) * max_ref;
+  const float tol = test::reduction_tolerance(depth, max_ref);
   int bad = 0;
   for (std::size_t i = 0; i < n && bad < 5; ++i)
     if (!(std::fabs(got[i] - want[i]) <= tol)) {

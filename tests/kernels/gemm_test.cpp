@@ -21,8 +21,7 @@
 namespace zt::kernels {
 namespace {
 
-constexpr float kTolC = 4.0f;
-constexpr float kGuard = -7777.25f;
+using test::kGuard;
 constexpr int kGuardTail = 19;
 
 std::vector<float> random_vec(std::size_t n, unsigned seed) { return test::random_floats(n, seed); }
@@ -56,7 +55,7 @@ std::vector<float> run_and_check(GemmF32Fn fn, const GemmCase& c, unsigned seed)
   float max_ref = 0.0f;
   for (int i = 0; i < c.m; ++i)
     for (int j = 0; j < c.n; ++j) max_ref = std::max(max_ref, std::fabs(want[static_cast<std::size_t>(i) * ldc + j]));
-  const float tol = kTolC * FLT_EPSILON * std::sqrt(static_cast<float>(std::max(c.k, 1))) * max_ref;
+  const float tol = test::reduction_tolerance(c.k, max_ref);
   int bad = 0;
   for (int i = 0; i < c.m && bad < 5; ++i) {
     for (int j = 0; j < ldc && bad < 5; ++j) {

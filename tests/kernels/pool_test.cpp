@@ -13,11 +13,12 @@
 #endif
 
 #include "zotrain/kernels/pool.hpp"
+#include "../support.hpp"
 
 namespace zt::kernels {
 namespace {
 
-constexpr float kGuard = -7777.25f;
+using test::kGuard;
 constexpr std::size_t kGuardTail = 13;
 
 // Values drawn from a small set so ties are frequent, plus −0/+0 and NaN.

@@ -9,11 +9,12 @@
 #include <vector>
 
 #include "zotrain/kernels/relu.hpp"
+#include "../support.hpp"
 
 namespace zt::kernels {
 namespace {
 
-constexpr float kGuard = -7777.25f;
+using test::kGuard;
 constexpr std::size_t kGuardTail = 17;
 
 std::vector<float> inputs(std::size_t n, unsigned seed) {
