@@ -295,7 +295,11 @@ void print_plan(const std::string& name, nn::Model& model, int partition,
 
 std::string default_output_dir(const config::ExperimentConfig& cfg) {
   if (!cfg.output.dir.empty()) return cfg.output.dir;
-  return "runs/" + cfg.name;
+  // runs/<name>, or the first of runs/<name>-2, -3, ... that holds no earlier run.
+  const std::string base = "runs/" + cfg.name;
+  std::string dir = base;
+  for (int k = 2; fs::exists(dir) && !fs::is_empty(dir); ++k) dir = base + "-" + std::to_string(k);
+  return dir;
 }
 
 int run_experiment(const RunRequest& req) {

@@ -24,7 +24,8 @@ struct RunRequest {
 // before anything is written.
 int run_experiment(const RunRequest& request);
 
-// The output directory a config asks for when --output-dir is not given.
+// The output directory a config asks for when --output-dir is not given: output.dir, else
+// runs/<name> — or runs/<name>-2, -3, ... when earlier runs already occupy it.
 std::string default_output_dir(const config::ExperimentConfig& cfg);
 
 }  // namespace zt::train
