@@ -32,34 +32,32 @@ bool go_parallel(std::size_t n) {
 #endif
 }
 
-}  // namespace
-
-void relu_forward_f32_portable(std::size_t n, const float* x, float* y) {
+// Runs fn(begin, length) over [0, n): serially when small, else over fixed kChunk-sized
+// pieces in parallel (elementwise, so the split never changes a result).
+template <class Fn>
+void for_each_chunk(std::size_t n, Fn fn) {
   if (!go_parallel(n)) {
-    relu_fwd_span(n, x, y);
+    fn(std::size_t{0}, n);
     return;
   }
   const long chunks = static_cast<long>((n + kChunk - 1) / kChunk);
 #pragma omp parallel for schedule(static)
   for (long c = 0; c < chunks; ++c) {
     const std::size_t b = static_cast<std::size_t>(c) * kChunk;
-    const std::size_t len = n - b < kChunk ? n - b : kChunk;
-    relu_fwd_span(len, x + b, y + b);
+    fn(b, n - b < kChunk ? n - b : kChunk);
   }
 }
 
+}  // namespace
+
+void relu_forward_f32_portable(std::size_t n, const float* x, float* y) {
+  for_each_chunk(n, [&](std::size_t b, std::size_t len) { relu_fwd_span(len, x + b, y + b); });
+}
+
 void relu_backward_f32_portable(std::size_t n, const float* y, const float* dy, float* dx) {
-  if (!go_parallel(n)) {
-    relu_bwd_span(n, y, dy, dx);
-    return;
-  }
-  const long chunks = static_cast<long>((n + kChunk - 1) / kChunk);
-#pragma omp parallel for schedule(static)
-  for (long c = 0; c < chunks; ++c) {
-    const std::size_t b = static_cast<std::size_t>(c) * kChunk;
-    const std::size_t len = n - b < kChunk ? n - b : kChunk;
+  for_each_chunk(n, [&](std::size_t b, std::size_t len) {
     relu_bwd_span(len, y + b, dy + b, dx + b);
-  }
+  });
 }
 
 ReluForwardF32Fn select_relu_forward_f32(Isa isa) {
