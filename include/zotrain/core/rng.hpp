@@ -20,6 +20,29 @@ inline std::uint64_t mix64(std::uint64_t x) {
   return x;
 }
 
+// Keyed 32-bit hash (integer only, vectorises: 32-bit multiplies, shifts, xors). Used for the
+// int8 paths' counter-based random words: word i of a stream is hash32(key, i).
+constexpr std::uint32_t hash32(std::uint32_t key, std::uint32_t x) {
+  x ^= key;
+  x ^= x >> 16;
+  x *= 0x7feb352dU;
+  x ^= x >> 15;
+  x *= 0x846ca68bU;
+  x ^= x >> 16;
+  x += key * 0x9e3779b9U;
+  x ^= x >> 17;
+  x *= 0xed5ad4bbU;
+  x ^= x >> 11;
+  x *= 0xac4c1b51U;
+  x ^= x >> 15;
+  return x;
+}
+
+// A 32-bit key per (seed, stream) for hash32.
+inline std::uint32_t hash_key(std::uint64_t seed, std::uint64_t stream) {
+  return static_cast<std::uint32_t>(mix64(mix64(seed ^ 0x243f6a8885a308d3ULL) + stream) >> 32);
+}
+
 class SplitMix64 {
  public:
   explicit SplitMix64(std::uint64_t seed) : state_(seed) {}

@@ -1,0 +1,45 @@
+// Int8 × int8 → int32 products of a 2-D convolution without bias, NCHW, square kernel,
+// stride 1, symmetric zero padding (geometry: Conv2dShape from conv2d.hpp), exact:
+//   forward:          y[B,O,OH,OW]  = Σ_{c,i,j} w[O,C,k,k] · x[B,C,H+pad,W+pad]
+//   backward_input:   dx[B,C,H,W]   = transposed convolution of e[B,O,OH,OW] with w
+//   backward_weights: g[O,C,k,k]    = Σ_b Σ_{oh,ow} e · x  (int64 accumulation, saturated to int32)
+// Outputs are overwritten. `scratch` holds conv2d_s8_scratch_bytes(s, threads) bytes, where
+// `threads` ≥ the OpenMP threads the call may use (omp_get_max_threads()). Exact, so every
+// path and thread count gives the same result. No aliasing between inputs and outputs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "zotrain/kernels/conv2d.hpp"
+#include "zotrain/kernels/isa.hpp"
+
+namespace zt::kernels {
+
+std::size_t conv2d_s8_scratch_bytes(const Conv2dShape& s, int threads);
+
+using Conv2dForwardS8Fn = void (*)(const Conv2dShape& s, const std::int8_t* x,
+                                   const std::int8_t* w, std::int32_t* y, void* scratch);
+using Conv2dBackwardInputS8Fn = void (*)(const Conv2dShape& s, const std::int8_t* e,
+                                         const std::int8_t* w, std::int32_t* dx, void* scratch);
+using Conv2dBackwardWeightsS8Fn = void (*)(const Conv2dShape& s, const std::int8_t* x,
+                                           const std::int8_t* e, std::int32_t* g, void* scratch);
+
+void conv2d_forward_s8_ref(const Conv2dShape& s, const std::int8_t* x, const std::int8_t* w,
+                           std::int32_t* y, void* scratch);
+void conv2d_backward_input_s8_ref(const Conv2dShape& s, const std::int8_t* e,
+                                  const std::int8_t* w, std::int32_t* dx, void* scratch);
+void conv2d_backward_weights_s8_ref(const Conv2dShape& s, const std::int8_t* x,
+                                    const std::int8_t* e, std::int32_t* g, void* scratch);
+void conv2d_forward_s8_portable(const Conv2dShape& s, const std::int8_t* x, const std::int8_t* w,
+                                std::int32_t* y, void* scratch);
+void conv2d_backward_input_s8_portable(const Conv2dShape& s, const std::int8_t* e,
+                                       const std::int8_t* w, std::int32_t* dx, void* scratch);
+void conv2d_backward_weights_s8_portable(const Conv2dShape& s, const std::int8_t* x,
+                                         const std::int8_t* e, std::int32_t* g, void* scratch);
+
+Conv2dForwardS8Fn select_conv2d_forward_s8(Isa isa);
+Conv2dBackwardInputS8Fn select_conv2d_backward_input_s8(Isa isa);
+Conv2dBackwardWeightsS8Fn select_conv2d_backward_weights_s8(Isa isa);
+
+}  // namespace zt::kernels

@@ -1,0 +1,21 @@
+// Int8 ReLU and 2x2/2 max-pool (SPEC 5.3). The exponent passes through unchanged.
+//   relu forward:  y = max(x, 0)                     (in place allowed: y may alias x)
+//   relu backward: dx = x > 0 ? dy : 0               (x = forward input or output — the same
+//                                                     test; dx may alias dy)
+//   maxpool forward:  y[planes, h/2, w/2] = max of each window (odd h/w: last row/column
+//                     dropped); backward: dx[planes, h, w] = 0 except at the first maximum of
+//                     each window in scan order 00, 01, 10, 11, which gets dy.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace zt::kernels {
+
+void relu_forward_s8(std::size_t n, const std::int8_t* x, std::int8_t* y);
+void relu_backward_s8(std::size_t n, const std::int8_t* x, const std::int8_t* dy, std::int8_t* dx);
+void maxpool2x2_forward_s8(int planes, int h, int w, const std::int8_t* x, std::int8_t* y);
+void maxpool2x2_backward_s8(int planes, int h, int w, const std::int8_t* x,
+                            const std::int8_t* dy, std::int8_t* dx);
+
+}  // namespace zt::kernels

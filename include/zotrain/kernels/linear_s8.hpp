@@ -1,0 +1,40 @@
+// Int8 × int8 → int32 products of a linear layer without bias, all row-major, exact:
+//   forward:          y[B,N]  = Σ_k x[B,K] · w[N,K]
+//   backward_input:   dx[B,K] = Σ_n e[B,N] · w[N,K]
+//   backward_weights: g[N,K]  = Σ_b e[B,N] · x[B,K]  (accumulated in int64, saturated to int32)
+// Outputs are overwritten. Integer sums are exact, so every path and thread count gives the
+// same result. Large calls split work across OpenMP threads (serial inside a parallel region).
+// No aliasing between inputs and outputs.
+#pragma once
+
+#include <cstdint>
+
+#include "zotrain/kernels/isa.hpp"
+
+namespace zt::kernels {
+
+using LinearForwardS8Fn = void (*)(int B, int N, int K, const std::int8_t* x,
+                                   const std::int8_t* w, std::int32_t* y);
+using LinearBackwardInputS8Fn = void (*)(int B, int N, int K, const std::int8_t* e,
+                                         const std::int8_t* w, std::int32_t* dx);
+using LinearBackwardWeightsS8Fn = void (*)(int B, int N, int K, const std::int8_t* e,
+                                           const std::int8_t* x, std::int32_t* g);
+
+void linear_forward_s8_ref(int B, int N, int K, const std::int8_t* x, const std::int8_t* w,
+                           std::int32_t* y);
+void linear_backward_input_s8_ref(int B, int N, int K, const std::int8_t* e,
+                                  const std::int8_t* w, std::int32_t* dx);
+void linear_backward_weights_s8_ref(int B, int N, int K, const std::int8_t* e,
+                                    const std::int8_t* x, std::int32_t* g);
+void linear_forward_s8_portable(int B, int N, int K, const std::int8_t* x, const std::int8_t* w,
+                                std::int32_t* y);
+void linear_backward_input_s8_portable(int B, int N, int K, const std::int8_t* e,
+                                       const std::int8_t* w, std::int32_t* dx);
+void linear_backward_weights_s8_portable(int B, int N, int K, const std::int8_t* e,
+                                         const std::int8_t* x, std::int32_t* g);
+
+LinearForwardS8Fn select_linear_forward_s8(Isa isa);
+LinearBackwardInputS8Fn select_linear_backward_input_s8(Isa isa);
+LinearBackwardWeightsS8Fn select_linear_backward_weights_s8(Isa isa);
+
+}  // namespace zt::kernels

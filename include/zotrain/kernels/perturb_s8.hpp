@@ -1,0 +1,46 @@
+// Sparse uniform int8 perturbation of ElasticZO-INT8 (SPEC 6), counter-based and integer only.
+// Element j (global index within the perturbed parameter range) draws two 32-bit words,
+// w1 = hash32(hash_key(seed, 1), j) and w2 = hash32(hash_key(seed, 2), j), always both:
+//   m = (w1 ≥ zero_threshold)   (zero_threshold = p_zero · 2^32, so P(m = 1) = 1 − p_zero)
+//   u = ((w2 · (2·r_max + 1)) >> 32) − r_max      uniform in [−r_max, r_max]
+//   z = m · u
+// perturb:   θ[i] = clamp(θ[i] + k·z(first + i), ±127)
+// update:    θ[i] = clamp(clamp(θ[i] + z) − û, ±127),  û = PstoShift(g·z, s_l) with
+//            s_l = bitlen(r_max) − b_zo when ≥ 1, else û = g·z        (the merged restore+update)
+// Element-wise, so any split over threads gives the same result.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "zotrain/kernels/isa.hpp"
+
+namespace zt::kernels {
+
+struct PerturbS8Params {
+  std::uint64_t seed = 0;
+  std::uint64_t zero_threshold = 0;  // in [0, 2^32]
+  int r_max = 1;                     // in [1, 127]
+};
+
+// z(j) for j = first .. first + n − 1 (the definition, for tests and the reference paths).
+void perturbation_s8(const PerturbS8Params& p, std::uint32_t first, std::size_t n, std::int8_t* z);
+
+using PerturbS8Fn = void (*)(std::int8_t* theta, std::size_t n, std::uint32_t first,
+                             const PerturbS8Params& p, int k);
+using ZoUpdateS8Fn = void (*)(std::int8_t* theta, std::size_t n, std::uint32_t first,
+                              const PerturbS8Params& p, int g, int b_zo);
+
+void perturb_s8_ref(std::int8_t* theta, std::size_t n, std::uint32_t first,
+                    const PerturbS8Params& p, int k);
+void zo_update_s8_ref(std::int8_t* theta, std::size_t n, std::uint32_t first,
+                      const PerturbS8Params& p, int g, int b_zo);
+void perturb_s8_portable(std::int8_t* theta, std::size_t n, std::uint32_t first,
+                         const PerturbS8Params& p, int k);
+void zo_update_s8_portable(std::int8_t* theta, std::size_t n, std::uint32_t first,
+                           const PerturbS8Params& p, int g, int b_zo);
+
+PerturbS8Fn select_perturb_s8(Isa isa);
+ZoUpdateS8Fn select_zo_update_s8(Isa isa);
+
+}  // namespace zt::kernels
