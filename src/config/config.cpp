@@ -22,13 +22,16 @@ using OrderedJson = nlohmann::ordered_json;
 
 // ---- the schema ---------------------------------------------------------------------------
 
-enum class Type { kInt, kSeed, kNumber, kString, kEnum, kPartition };
+// kIntSchedule / kNumberSchedule: a Schedule whose values are integers / numbers, each within
+// the key's range (JSON: a plain value, or {"<epoch>": value, ...} containing "0").
+enum class Type { kInt, kSeed, kNumber, kString, kEnum, kPartition, kIntSchedule, kNumberSchedule };
 
 using IntRef = std::int64_t& (*)(ExperimentConfig&);
 using SeedRef = std::uint64_t& (*)(ExperimentConfig&);
 using NumberRef = double& (*)(ExperimentConfig&);
 using StringRef = std::string& (*)(ExperimentConfig&);
-using Ref = std::variant<IntRef, SeedRef, NumberRef, StringRef>;
+using ScheduleRef = Schedule& (*)(ExperimentConfig&);
+using Ref = std::variant<IntRef, SeedRef, NumberRef, StringRef, ScheduleRef>;
 
 // Numeric range: lo/hi with open or closed ends; `sentinel` is one extra allowed value.
 struct Range {
@@ -50,6 +53,7 @@ struct Key {
 
 Range at_least(double lo) { return Range{.lo = lo}; }
 Range above(double lo) { return Range{.lo = lo, .lo_open = true}; }
+Range closed(double lo, double hi) { return Range{.lo = lo, .hi = hi}; }
 
 // `+` turns the capture-less lambda into the plain function pointer the variant holds.
 #define ZT_FIELD(member) +[](ExperimentConfig& c) -> decltype(auto) { return (c.member); }
@@ -68,8 +72,8 @@ const std::vector<Key>& schema() {
       {"data.test_limit", Type::kInt, ZT_FIELD(data.test_limit), at_least(0), {},
        "use only the first N test images (0 = all)"},
       {"model.arch", Type::kEnum, ZT_FIELD(model.arch), {}, {"lenet5"}, "network"},
-      {"model.precision", Type::kEnum, ZT_FIELD(model.precision), {}, {"fp32"},
-       "arithmetic of training"},
+      {"model.precision", Type::kEnum, ZT_FIELD(model.precision), {}, {"fp32", "int8"},
+       "arithmetic of training: fp32 | int8 = NITI integer training (SPEC 5)"},
       {"method.name", Type::kEnum, ZT_FIELD(method.name), {},
        {"full_bp", "full_zo", "elastic_zo"}, "training algorithm"},
       {"method.partition", Type::kPartition, ZT_FIELD(method.partition), {}, {},
@@ -94,14 +98,25 @@ const std::vector<Key>& schema() {
       {"zo.grad_clip", Type::kNumber, ZT_FIELD(zo.grad_clip), above(0), {},
        "clip the projected ZO gradient to [-grad_clip, grad_clip]"},
       {"train.epochs", Type::kInt, ZT_FIELD(train.epochs), at_least(1), {}, "training epochs"},
-      {"train.batch_size", Type::kInt, ZT_FIELD(train.batch_size), at_least(1), {},
-       "minibatch size"},
+      {"train.batch_size", Type::kInt, ZT_FIELD(train.batch_size), at_least(0), {},
+       "minibatch size (0 = 32 for fp32, 256 for int8)"},
       {"train.threads", Type::kInt, ZT_FIELD(train.threads), at_least(0), {},
        "worker threads (0 = all cores)"},
       {"train.max_steps", Type::kInt, ZT_FIELD(train.max_steps), at_least(0), {},
        "stop after this many steps in total (0 = no limit)"},
       {"train.eval_every", Type::kInt, ZT_FIELD(train.eval_every), at_least(1), {},
        "evaluate on the test set every N epochs (and at the end)"},
+      {"int8.r_max", Type::kInt, ZT_FIELD(int8.r_max), closed(1, 127), {},
+       "perturbation range of int8 ZO (u uniform in [-r_max, r_max])"},
+      {"int8.b_zo", Type::kIntSchedule, ZT_FIELD(int8.b_zo), closed(1, 7), {},
+       "bits of the int8 ZO update"},
+      {"int8.b_bp", Type::kIntSchedule, ZT_FIELD(int8.b_bp), closed(1, 15), {},
+       "bits of the NITI backprop weight update (acts as the learning rate)"},
+      {"int8.p_zero", Type::kNumberSchedule, ZT_FIELD(int8.p_zero),
+       Range{.lo = 0, .hi = 1, .hi_open = true}, {}, "sparsity of the int8 perturbation"},
+      {"int8.sign", Type::kEnum, ZT_FIELD(int8.sign), {}, {"float", "integer"},
+       "ZO gradient sign: float = dequantise logits and compare float losses (INT8) | "
+       "integer = integer-only estimate (INT8*, Eqs. 9-12)"},
       {"output.dir", Type::kString, ZT_FIELD(output.dir), {}, {},
        "output directory (empty = runs/<name>)"},
       {"output.checkpoint_every", Type::kInt, ZT_FIELD(output.checkpoint_every), at_least(0), {},
@@ -186,6 +201,8 @@ const char* type_name(const Key& k) {
     case Type::kString: return "a string";
     case Type::kEnum: return "a string";
     case Type::kPartition: return "an integer or a partition name";
+    case Type::kIntSchedule: return "an integer or a schedule";
+    case Type::kNumberSchedule: return "a number or a schedule";
   }
   return "?";
 }
@@ -283,6 +300,96 @@ class Applier {
                 v.dump());
   }
 
+  [[noreturn]] void bad_schedule(const Key& k, const std::string& what) const {
+    throw Error(origin_ + ": " + std::string(k.path) + ": " + what);
+  }
+
+  // A JSON integer (or integral float) as int64; false when it is not one.
+  static bool as_int(const Json& v, std::int64_t& out) {
+    if (v.is_number_integer()) {
+      if (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t{INT64_MAX}) return false;
+      out = v.get<std::int64_t>();
+      return true;
+    }
+    if (v.is_number_float() && std::nearbyint(v.get<double>()) == v.get<double>() &&
+        std::fabs(v.get<double>()) < 9e15) {
+      out = static_cast<std::int64_t>(v.get<double>());
+      return true;
+    }
+    return false;
+  }
+
+  // Epoch key of a schedule object: decimal digits only (no sign, no spaces), at most 9 of them
+  // after leading zeros.
+  static bool parse_epoch(const std::string& s, std::int64_t& out) {
+    if (s.empty() || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return false;
+    const auto nz = s.find_first_not_of('0');
+    const std::string digits = nz == std::string::npos ? "0" : s.substr(nz);
+    if (digits.size() > 9) return false;
+    out = std::stoll(digits);
+    return true;
+  }
+
+  Schedule parse_schedule(const Key& k, const Json& v) const {
+    const bool ints = k.type == Type::kIntSchedule;
+    const std::string kind = ints ? "an integer" : "a number";
+    const std::string form = kind + " " + describe_range(k.range) +
+                             " or a schedule {\"0\": value, \"<epoch>\": value, ...}";
+    Schedule s;
+    if (v.is_number()) {
+      double x = 0;
+      if (ints) {
+        std::int64_t i = 0;
+        if (!as_int(v, i)) wrong(k, v, form);
+        x = static_cast<double>(i);
+      } else {
+        x = v.get<double>();
+      }
+      if (!in_range(k.range, x)) wrong(k, v, kind + " " + describe_range(k.range));
+      s.points.emplace_back(0, x);
+      return s;
+    }
+    if (!v.is_object()) wrong(k, v, form);
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      std::int64_t epoch = 0;
+      if (!parse_epoch(it.key(), epoch)) {
+        bad_schedule(k, "schedule key '" + it.key() +
+                            "' is not an epoch number (expected a non-negative integer such as "
+                            "\"20\")");
+      }
+      const Json& val = it.value();
+      const std::string at = " at epoch " + std::to_string(epoch);
+      std::int64_t i = 0;
+      if (ints ? !as_int(val, i) : !val.is_number()) {
+        bad_schedule(k, "value " + val.dump() + at + " is not " + kind);
+      }
+      const double x = ints ? static_cast<double>(i) : val.get<double>();
+      if (!in_range(k.range, x)) {
+        std::string range = describe_range(k.range);
+        if (range.rfind("in ", 0) == 0) range = range.substr(3);  // "outside [1, 15]"
+        bad_schedule(k, "value " + val.dump() + at + " is outside " + range);
+      }
+      for (const auto& p : s.points) {
+        if (p.first == epoch) {
+          bad_schedule(k, "schedule key '" + it.key() + "' repeats epoch " +
+                              std::to_string(epoch));
+        }
+      }
+      s.points.emplace_back(epoch, x);
+    }
+    std::sort(s.points.begin(), s.points.end());
+    if (s.points.empty() || s.points.front().first != 0) {
+      bad_schedule(k, "schedule must start at epoch 0 (add a \"0\" key), got " + v.dump());
+    }
+    // Canonical form: drop points that do not change the value.
+    std::vector<std::pair<std::int64_t, double>> kept;
+    for (const auto& p : s.points)
+      if (kept.empty() || kept.back().second != p.second) kept.push_back(p);
+    s.points = std::move(kept);
+    return s;
+  }
+
   void set(const Key& k, const Json& v) const {
     switch (k.type) {
       case Type::kInt: {
@@ -354,6 +461,10 @@ class Applier {
         std::get<StringRef>(k.ref)(cfg_) = canon;
         return;
       }
+      case Type::kIntSchedule:
+      case Type::kNumberSchedule:
+        std::get<ScheduleRef>(k.ref)(cfg_) = parse_schedule(k, v);
+        return;
     }
   }
 
@@ -393,6 +504,15 @@ void apply_override(ExperimentConfig& cfg, const std::string& ov) {
   Applier(cfg, "--set").apply(key, v, &text);
 }
 
+// Checks that involve more than one key (single keys are checked as they are applied). Runs
+// once, after the file and every override, so the order of --set does not matter.
+void validate_combination(const ExperimentConfig& cfg, const std::string& origin) {
+  if (cfg.model.precision == "int8" && cfg.optimizer.name == "adam") {
+    throw Error(origin + ": optimizer.name: adam is not used by int8 training (NITI updates "
+                         "weights by b_bp-bit rounding); use sgd or leave it unset");
+  }
+}
+
 ExperimentConfig parse_with_source_dir(const std::string& json_text, const std::string& origin,
                                        const std::vector<std::string>& overrides,
                                        const std::string& source_dir) {
@@ -405,6 +525,7 @@ ExperimentConfig parse_with_source_dir(const std::string& json_text, const std::
   }
   Applier(cfg, origin).apply_object(doc, "");
   for (const std::string& ov : overrides) apply_override(cfg, ov);
+  validate_combination(cfg, origin);
   return cfg;
 }
 
@@ -424,6 +545,18 @@ OrderedJson value_json(const Key& k, const ExperimentConfig& c) {
       const std::string& p = std::get<StringRef>(k.ref)(cfg);
       if (!p.empty() && std::isdigit(static_cast<unsigned char>(p[0]))) return std::stoll(p);
       return p;
+    }
+    case Type::kIntSchedule:
+    case Type::kNumberSchedule: {
+      const Schedule& s = std::get<ScheduleRef>(k.ref)(cfg);
+      auto one = [&](double v) -> OrderedJson {
+        if (k.type == Type::kIntSchedule) return static_cast<std::int64_t>(v);
+        return v;
+      };
+      if (s.points.size() == 1 && s.points.front().first == 0) return one(s.points.front().second);
+      OrderedJson o = OrderedJson::object();
+      for (const auto& [epoch, v] : s.points) o[std::to_string(epoch)] = one(v);
+      return o;
     }
   }
   return nullptr;
@@ -489,6 +622,11 @@ std::string keys_help() {
       case Type::kString: type = "string"; break;
       case Type::kEnum: type = join(k.choices, " | "); break;
       case Type::kPartition: type = "integer | zo-feat-cls1 | zo-feat-cls2"; break;
+      case Type::kIntSchedule:
+      case Type::kNumberSchedule:
+        type = std::string(k.type == Type::kIntSchedule ? "integer " : "number ") +
+               describe_range(k.range) + " or {\"epoch\": value} schedule";
+        break;
     }
     out += "  " + std::string(k.path) + " (" + type + ", default " +
            value_json(k, defaults).dump() + "): " + std::string(k.help) + "\n";
@@ -500,6 +638,28 @@ std::vector<std::string> key_names() {
   std::vector<std::string> names;
   for (const Key& k : schema()) names.emplace_back(k.path);
   return names;
+}
+
+double Schedule::at(std::int64_t epoch) const {
+  ZT_CHECK(!points.empty() && points.front().first == 0);
+  double v = points.front().second;
+  for (const auto& [from, value] : points) {
+    if (from > epoch) break;
+    v = value;
+  }
+  return v;
+}
+
+std::int64_t resolve_batch_size(const ExperimentConfig& cfg) {
+  if (cfg.train.batch_size > 0) return cfg.train.batch_size;
+  if (cfg.train.batch_size < 0) {
+    throw Error("train.batch_size: " + std::to_string(cfg.train.batch_size) +
+                " is negative (expected >= 1, or 0 for the precision's default)");
+  }
+  if (cfg.model.precision == "fp32") return 32;
+  if (cfg.model.precision == "int8") return 256;
+  throw Error("model.precision: unknown precision '" + cfg.model.precision +
+              "', expected fp32 or int8");
 }
 
 int resolve_partition(const MethodConfig& m, int num_layers) {

@@ -7,6 +7,8 @@
 #include <functional>
 #include <initializer_list>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "../support.hpp"
 #include "zotrain/core/error.hpp"
@@ -45,6 +47,11 @@ void expect_same(const ExperimentConfig& a, const ExperimentConfig& b) {
   EXPECT_EQ(a.train.threads, b.train.threads);
   EXPECT_EQ(a.train.max_steps, b.train.max_steps);
   EXPECT_EQ(a.train.eval_every, b.train.eval_every);
+  EXPECT_EQ(a.int8.r_max, b.int8.r_max);
+  EXPECT_EQ(a.int8.b_zo, b.int8.b_zo);
+  EXPECT_EQ(a.int8.b_bp, b.int8.b_bp);
+  EXPECT_EQ(a.int8.p_zero, b.int8.p_zero);
+  EXPECT_EQ(a.int8.sign, b.int8.sign);
   EXPECT_EQ(a.output.dir, b.output.dir);
   EXPECT_EQ(a.output.checkpoint_every, b.output.checkpoint_every);
 }
@@ -118,7 +125,7 @@ TEST(ConfigTest, OutOfRange) {
     const char* expect;
   };
   const Case cases[] = {
-      {R"({"train": {"batch_size": 0}})", "train.batch_size", ">= 1"},
+      {R"({"train": {"batch_size": -1}})", "train.batch_size", ">= 0"},
       {R"({"train": {"epochs": 0}})", "train.epochs", ">= 1"},
       {R"({"train": {"threads": -1}})", "train.threads", ">= 0"},
       {R"({"train": {"max_steps": -1}})", "train.max_steps", ">= 0"},
@@ -134,6 +141,13 @@ TEST(ConfigTest, OutOfRange) {
       {R"({"optimizer": {"decay": {"every_epochs": -1}}})", "optimizer.decay.every_epochs",
        ">= 0"},
       {R"({"output": {"checkpoint_every": -1}})", "output.checkpoint_every", ">= 0"},
+      {R"({"int8": {"r_max": 0}})", "int8.r_max", "in [1, 127]"},
+      {R"({"int8": {"r_max": 128}})", "int8.r_max", "in [1, 127]"},
+      {R"({"int8": {"b_zo": 0}})", "int8.b_zo", "in [1, 7]"},
+      {R"({"int8": {"b_zo": 8}})", "int8.b_zo", "in [1, 7]"},
+      {R"({"int8": {"b_bp": 16}})", "int8.b_bp", "in [1, 15]"},
+      {R"({"int8": {"p_zero": 1}})", "int8.p_zero", "in [0, 1)"},
+      {R"({"int8": {"p_zero": -0.1}})", "int8.p_zero", "in [0, 1)"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.json);
@@ -157,7 +171,8 @@ TEST(ConfigTest, Enums) {
   const Case cases[] = {
       {R"({"data": {"dataset": "cifar10"}})", "data.dataset", "mnist, fashion_mnist"},
       {R"({"model": {"arch": "resnet"}})", "model.arch", "lenet5"},
-      {R"({"model": {"precision": "int8"}})", "model.precision", "fp32"},
+      {R"({"model": {"precision": "int4"}})", "model.precision", "fp32, int8"},
+      {R"({"int8": {"sign": "exact"}})", "int8.sign", "float, integer"},
       {R"({"method": {"name": "mezo"}})", "method.name", "full_bp, full_zo, elastic_zo"},
       {R"({"optimizer": {"name": "rmsprop"}})", "optimizer.name", "sgd, adam"},
       {R"({"method": {"bp_activations": "plus"}})", "method.bp_activations", "minus, average"},
@@ -226,6 +241,8 @@ TEST(ConfigTest, RoundTrip) {
                   "decay": {"factor": 0.35, "every_epochs": 4}},
     "zo": {"eps": 1.5e-4, "grad_clip": 7.25},
     "train": {"epochs": 11, "batch_size": 16, "threads": 2, "max_steps": 99, "eval_every": 3},
+    "int8": {"r_max": 15, "b_zo": {"0": 2, "7": 1}, "b_bp": 6,
+             "p_zero": {"0": 0.125, "3": 0.3333333333333333, "40": 0.99}, "sign": "integer"},
     "output": {"dir": "out", "checkpoint_every": 0}})");
   expect_same(parse_config(to_json_text(c), "dump", {}), c);
   const ExperimentConfig d;
@@ -237,13 +254,15 @@ TEST(ConfigTest, RoundTrip) {
 TEST(ConfigTest, DumpAndHelpListEveryKey) {
   const std::string dump = to_json_text(ExperimentConfig{});
   const std::string help = keys_help();
-  ASSERT_EQ(key_names().size(), 25u);
+  ASSERT_EQ(key_names().size(), 30u);
   for (const std::string& k : key_names()) {
     const std::string leaf = k.substr(k.rfind('.') + 1);
     EXPECT_NE(dump.find("\"" + leaf + "\""), std::string::npos) << k;
     EXPECT_NE(help.find("  " + k + " ("), std::string::npos) << k;
   }
-  EXPECT_NE(help.find("train.batch_size (integer >= 1, default 32): "), std::string::npos)
+  EXPECT_NE(help.find("train.batch_size (integer >= 0, default 0): minibatch size (0 = 32 for "
+                      "fp32, 256 for int8)"),
+            std::string::npos)
       << help;
   EXPECT_NE(help.find("data.dataset (mnist | fashion_mnist, default \"mnist\")"),
             std::string::npos);
@@ -304,6 +323,255 @@ TEST(ConfigTest, LoadFileAndResolvePaths) {
   expect_error([] { load_config(ZT_FIXTURES_DIR "/no-such.json", {}); },
                {"no-such.json", "cannot open"});
   expect_error([] { load_config(ZT_FIXTURES_DIR, {}); }, {"is a directory"});
+}
+
+// ---- int8 (NITI / ElasticZO-INT8) keys --------------------------------------------------------
+
+using Points = std::vector<std::pair<std::int64_t, double>>;
+
+TEST(ConfigInt8Test, Defaults) {
+  const ExperimentConfig c = parse("{}");
+  EXPECT_EQ(c.model.precision, "fp32");
+  EXPECT_EQ(c.int8.r_max, 3);
+  EXPECT_EQ(c.int8.sign, "float");
+  EXPECT_EQ(c.int8.b_zo.points, (Points{{0, 1}}));
+  EXPECT_EQ(c.int8.b_bp.points, (Points{{0, 5}, {20, 4}, {50, 3}}));
+  EXPECT_EQ(c.int8.p_zero.points, (Points{{0, 0.33}, {20, 0.5}, {50, 0.9}}));
+  const std::int64_t epochs[] = {0, 19, 20, 49, 50, 100};
+  const double b_bp[] = {5, 5, 4, 4, 3, 3};
+  const double p_zero[] = {0.33, 0.33, 0.5, 0.5, 0.9, 0.9};
+  for (int i = 0; i < 6; ++i) {
+    SCOPED_TRACE(epochs[i]);
+    EXPECT_EQ(c.int8.b_zo.at(epochs[i]), 1.0);
+    EXPECT_EQ(c.int8.b_bp.at(epochs[i]), b_bp[i]);
+    EXPECT_EQ(c.int8.p_zero.at(epochs[i]), p_zero[i]);
+  }
+  // The parsed defaults are the struct's defaults.
+  const Int8Config d;
+  EXPECT_EQ(d.b_bp, c.int8.b_bp);
+  EXPECT_EQ(d.p_zero, c.int8.p_zero);
+  EXPECT_EQ(d.b_zo, c.int8.b_zo);
+  // Selecting int8 is accepted with the default optimizer (sgd).
+  EXPECT_EQ(parse(R"({"model": {"precision": "INT8"}})").model.precision, "int8");
+}
+
+TEST(ConfigInt8Test, ScheduleAt) {
+  const Schedule s{{{0, 7}, {3, 2}, {10, 1}}};
+  EXPECT_EQ(s.at(0), 7);
+  EXPECT_EQ(s.at(2), 7);
+  EXPECT_EQ(s.at(3), 2);
+  EXPECT_EQ(s.at(9), 2);
+  EXPECT_EQ(s.at(10), 1);
+  EXPECT_EQ(s.at(1000000), 1);
+  EXPECT_EQ((Schedule{{{0, 0.25}}}).at(123), 0.25);
+}
+
+TEST(ConfigInt8Test, NumberIsAConstantSchedule) {
+  const ExperimentConfig c =
+      parse(R"({"int8": {"r_max": 63, "b_zo": 2, "b_bp": 4.0, "p_zero": 0, "sign": "Integer"}})");
+  EXPECT_EQ(c.int8.r_max, 63);
+  EXPECT_EQ(c.int8.b_zo.points, (Points{{0, 2}}));
+  EXPECT_EQ(c.int8.b_bp.points, (Points{{0, 4}}));  // an integral float is an integer
+  EXPECT_EQ(c.int8.p_zero.points, (Points{{0, 0}}));
+  EXPECT_EQ(c.int8.b_bp.at(0), 4);
+  EXPECT_EQ(c.int8.b_bp.at(500), 4);
+  EXPECT_EQ(c.int8.sign, "integer");
+}
+
+TEST(ConfigInt8Test, ObjectSchedule) {
+  // Keys in any order are sorted; leading zeros are allowed; points that do not change the
+  // value are dropped (so {"0": 2, "9": 2} is the constant 2).
+  const ExperimentConfig c = parse(R"({"int8": {
+      "b_bp": {"50": 3, "0": 6, "020": 4},
+      "p_zero": {"0": 0.1, "5": 0.1, "8": 0.75},
+      "b_zo": {"0": 2, "9": 2}}})");
+  EXPECT_EQ(c.int8.b_bp.points, (Points{{0, 6}, {20, 4}, {50, 3}}));
+  EXPECT_EQ(c.int8.p_zero.points, (Points{{0, 0.1}, {8, 0.75}}));
+  EXPECT_EQ(c.int8.b_zo.points, (Points{{0, 2}}));
+  EXPECT_EQ(c.int8.b_bp.at(19), 6);
+  EXPECT_EQ(c.int8.p_zero.at(7), 0.1);
+  EXPECT_EQ(c.int8.p_zero.at(8), 0.75);
+  EXPECT_EQ(parse(R"({"int8": {"b_bp": {"0": 2}}})").int8.b_bp.points, (Points{{0, 2}}));
+}
+
+TEST(ConfigInt8Test, Overrides) {
+  const ExperimentConfig c =
+      parse("{}", {"model.precision=int8", "int8.b_bp=4", R"(int8.p_zero={"0":0.2,"10":0.6})",
+                   "int8.sign=integer", "int8.r_max=15", R"(int8={"b_zo": 3})"});
+  EXPECT_EQ(c.model.precision, "int8");
+  EXPECT_EQ(c.int8.b_bp.points, (Points{{0, 4}}));
+  EXPECT_EQ(c.int8.p_zero.points, (Points{{0, 0.2}, {10, 0.6}}));
+  EXPECT_EQ(c.int8.sign, "integer");
+  EXPECT_EQ(c.int8.r_max, 15);
+  EXPECT_EQ(c.int8.b_zo.points, (Points{{0, 3}}));
+  // An override replaces the file's schedule as a whole (no merging of points).
+  const ExperimentConfig d = parse(R"({"int8": {"b_bp": {"0": 7, "30": 2}}})",
+                                   {R"(int8.b_bp={"0":5,"10":3})"});
+  EXPECT_EQ(d.int8.b_bp.points, (Points{{0, 5}, {10, 3}}));
+  EXPECT_EQ(parse(R"({"int8": {"b_bp": {"0": 7, "30": 2}}})", {"int8.b_bp=4"}).int8.b_bp.points,
+            (Points{{0, 4}}));
+}
+
+TEST(ConfigInt8Test, DumpWritesConstantsAsNumbers) {
+  const std::string dump = to_json_text(parse("{}", {"int8.b_bp=4", "int8.p_zero=0.5"}));
+  EXPECT_NE(dump.find("\"b_bp\": 4,"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("\"p_zero\": 0.5,"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("\"b_zo\": 1,"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("\"r_max\": 3,"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("\"sign\": \"float\""), std::string::npos) << dump;
+  const std::string def = to_json_text(ExperimentConfig{});
+  EXPECT_NE(def.find("\"b_bp\": {\n      \"0\": 5,\n      \"20\": 4,\n      \"50\": 3\n    }"),
+            std::string::npos)
+      << def;
+  EXPECT_NE(def.find("\"0\": 0.33,"), std::string::npos) << def;
+  EXPECT_NE(def.find("\"batch_size\": 0,"), std::string::npos) << def;
+}
+
+TEST(ConfigInt8Test, RoundTrip) {
+  const ExperimentConfig c = parse(R"({"model": {"precision": "int8"},
+    "int8": {"r_max": 127, "b_zo": {"0": 7, "1": 1}, "b_bp": {"0": 15, "99": 1},
+             "p_zero": {"0": 0, "2": 0.1, "30": 0.9999999}, "sign": "integer"},
+    "train": {"batch_size": 128}})");
+  const ExperimentConfig back = parse_config(to_json_text(c), "dump", {});
+  expect_same(back, c);
+  const ExperimentConfig k = parse("{}", {"model.precision=int8", "int8.p_zero=0.3"});
+  expect_same(parse_config(to_json_text(k), "dump", {}), k);
+}
+
+TEST(ConfigInt8Test, ScheduleErrorsNameTheKey) {
+  struct Case {
+    const char* json;
+    const char* part;
+    const char* part2 = "";
+  };
+  const Case cases[] = {
+      {R"({"int8": {"b_bp": {"0": 5, "x": 3}}})",
+       "config.json: int8.b_bp: schedule key 'x' is not an epoch number"},
+      {R"({"int8": {"b_bp": {"0": 5, "-1": 3}}})",
+       "int8.b_bp: schedule key '-1' is not an epoch number"},
+      {R"({"int8": {"b_bp": {"0": 5, "2.5": 3}}})",
+       "int8.b_bp: schedule key '2.5' is not an epoch number"},
+      {R"({"int8": {"b_bp": {"0": 5, " 3": 3}}})",
+       "int8.b_bp: schedule key ' 3' is not an epoch number"},
+      {R"({"int8": {"b_bp": {"0": 5, "9999999999": 3}}})",
+       "int8.b_bp: schedule key '9999999999' is not an epoch number"},
+      {R"({"int8": {"p_zero": {"0": 0.5, "20": 1.5}}})",
+       "config.json: int8.p_zero: value 1.5 at epoch 20 is outside [0, 1)"},
+      {R"({"int8": {"b_bp": {"0": 5, "20": 0}}})",
+       "int8.b_bp: value 0 at epoch 20 is outside [1, 15]"},
+      {R"({"int8": {"b_zo": {"0": 9}}})", "int8.b_zo: value 9 at epoch 0 is outside [1, 7]"},
+      {R"({"int8": {"b_bp": {"0": 4.5}}})",
+       "int8.b_bp: value 4.5 at epoch 0 is not an integer"},
+      {R"({"int8": {"p_zero": {"0": "half"}}})",
+       "int8.p_zero: value \"half\" at epoch 0 is not a number"},
+      {R"({"int8": {"b_bp": {"20": 4, "50": 3}}})",
+       "config.json: int8.b_bp: schedule must start at epoch 0"},
+      {R"({"int8": {"b_bp": {}}})", "int8.b_bp: schedule must start at epoch 0"},
+      {R"({"int8": {"b_bp": {"0": 5, "00": 4}}})", "int8.b_bp: schedule key '00' repeats epoch 0"},
+      {R"({"int8": {"b_bp": 4.5}})", "key 'int8.b_bp' must be an integer in [1, 15] or a schedule"},
+      {R"({"int8": {"b_bp": "fast"}})", "key 'int8.b_bp' must be", "\"fast\""},
+      {R"({"int8": {"b_bp": [5, 4]}})", "key 'int8.b_bp' must be",
+       "schedule {\"0\": value, \"<epoch>\": value, ...}, got [5,4]"},
+      {R"({"int8": {"p_zero": true}})", "key 'int8.p_zero' must be a number in [0, 1)"},
+      {R"({"int8": {"b_bp": null}})", "key 'int8.b_bp' must be"},
+      {R"({"int8": {"r_max": 2.5}})", "key 'int8.r_max' must be an integer"},
+      {R"({"int8": 3})", "key 'int8' is a section and must be an object"},
+      {R"({"int8": {"bbp": 3}})", "unknown key 'int8.bbp' (did you mean 'int8.b_bp'?)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.json);
+    expect_error([&] { parse(c.json); }, {c.part, c.part2});
+  }
+}
+
+TEST(ConfigInt8Test, OverrideErrors) {
+  expect_error([] { parse("{}", {R"(int8.b_bp={"10":3})"}); },
+               {"--set: int8.b_bp: schedule must start at epoch 0"});
+  expect_error([] { parse("{}", {R"(int8.p_zero={"0":0.3,"20":1})"}); },
+               {"--set: int8.p_zero: value 1 at epoch 20 is outside [0, 1)"});
+  expect_error([] { parse("{}", {"int8.b_bp=abc"}); },
+               {"--set", "key 'int8.b_bp' must be an integer in [1, 15] or a schedule", "\"abc\""});
+  expect_error([] { parse("{}", {"int8.b_bp={0:5}"}); },  // not JSON: taken as text
+               {"--set", "key 'int8.b_bp' must be", "\"{0:5}\""});
+  expect_error([] { parse("{}", {"int8.sign=exact"}); },
+               {"--set", "'int8.sign'", "float, integer"});
+}
+
+TEST(ConfigInt8Test, AdamIsRejectedForInt8) {
+  const std::string msg =
+      "optimizer.name: adam is not used by int8 training (NITI updates weights by b_bp-bit "
+      "rounding); use sgd or leave it unset";
+  expect_error([] { parse(R"({"model": {"precision": "int8"}, "optimizer": {"name": "adam"}})"); },
+               {"config.json: " + msg});
+  // Checked after every override, whichever side sets which key.
+  expect_error([] { parse(R"({"optimizer": {"name": "adam"}})", {"model.precision=int8"}); },
+               {msg});
+  expect_error([] { parse(R"({"model": {"precision": "int8"}})", {"optimizer.name=adam"}); },
+               {msg});
+  expect_error([&] { load_config(ZT_FIXTURES_DIR "/tiny.json", {"model.precision=int8"}); },
+               {"tiny.json: optimizer.name: adam"});
+  // A later override can repair it; fp32 + adam and int8 + sgd are fine.
+  EXPECT_EQ(parse(R"({"optimizer": {"name": "adam"}})", {"model.precision=int8",
+                                                          "optimizer.name=sgd"})
+                .optimizer.name,
+            "sgd");
+  EXPECT_EQ(parse(R"({"optimizer": {"name": "adam"}})").optimizer.name, "adam");
+  EXPECT_EQ(parse(R"({"model": {"precision": "int8"}, "optimizer": {"name": "sgd"}})")
+                .model.precision,
+            "int8");
+}
+
+TEST(ConfigInt8Test, KeysHelp) {
+  const std::string help = keys_help();
+  EXPECT_NE(help.find("  int8.r_max (integer in [1, 127], default 3): perturbation range"),
+            std::string::npos)
+      << help;
+  EXPECT_NE(help.find("  int8.b_bp (integer in [1, 15] or {\"epoch\": value} schedule, default "
+                      "{\"0\":5,\"20\":4,\"50\":3}): "),
+            std::string::npos)
+      << help;
+  EXPECT_NE(help.find("  int8.p_zero (number in [0, 1) or {\"epoch\": value} schedule, default "
+                      "{\"0\":0.33,\"20\":0.5,\"50\":0.9}): "),
+            std::string::npos)
+      << help;
+  EXPECT_NE(help.find("  int8.b_zo (integer in [1, 7] or {\"epoch\": value} schedule, default 1)"),
+            std::string::npos)
+      << help;
+  EXPECT_NE(help.find("  int8.sign (float | integer, default \"float\"): "), std::string::npos);
+  EXPECT_NE(help.find("  model.precision (fp32 | int8, default \"fp32\"): "), std::string::npos);
+  EXPECT_NE(help.find("NITI integer training"), std::string::npos);
+  EXPECT_NE(help.find("INT8*"), std::string::npos);
+}
+
+TEST(ConfigInt8Test, LoadFixture) {
+  const ExperimentConfig c = load_config(ZT_FIXTURES_DIR "/int8.json", {});
+  EXPECT_EQ(c.model.precision, "int8");
+  EXPECT_EQ(c.optimizer.name, "sgd");
+  EXPECT_EQ(c.int8.r_max, 7);
+  EXPECT_EQ(c.int8.b_bp.points, (Points{{0, 5}, {20, 4}, {50, 3}}));
+  EXPECT_EQ(c.int8.p_zero.at(25), 0.5);
+  EXPECT_EQ(c.int8.sign, "integer");
+  EXPECT_EQ(c.train.batch_size, 0);
+  EXPECT_EQ(resolve_batch_size(c), 256);
+}
+
+TEST(ConfigTest, ResolveBatchSize) {
+  EXPECT_EQ(parse("{}").train.batch_size, 0);
+  EXPECT_EQ(resolve_batch_size(parse("{}")), 32);
+  EXPECT_EQ(resolve_batch_size(parse("{}", {"model.precision=int8"})), 256);
+  EXPECT_EQ(resolve_batch_size(parse("{}", {"train.batch_size=64"})), 64);
+  EXPECT_EQ(resolve_batch_size(parse("{}", {"model.precision=int8", "train.batch_size=64"})), 64);
+  EXPECT_EQ(resolve_batch_size(parse("{}", {"model.precision=int8", "train.batch_size=1"})), 1);
+  EXPECT_EQ(resolve_batch_size(parse(R"({"train": {"batch_size": 0}})")), 32);
+  // The dump keeps 0 (the choice), so a resumed run resolves it the same way.
+  const ExperimentConfig i8 = parse("{}", {"model.precision=int8"});
+  EXPECT_EQ(resolve_batch_size(parse_config(to_json_text(i8), "dump", {})), 256);
+  ExperimentConfig bad;
+  bad.train.batch_size = -3;
+  expect_error([&] { resolve_batch_size(bad); }, {"train.batch_size", "-3"});
+  bad.train.batch_size = 0;
+  bad.model.precision = "fp16";
+  expect_error([&] { resolve_batch_size(bad); }, {"model.precision", "fp16"});
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace zt::config {
@@ -19,7 +20,7 @@ struct DataConfig {
 };
 struct ModelConfig {
   std::string arch = "lenet5";         // lenet5
-  std::string precision = "fp32";      // fp32
+  std::string precision = "fp32";      // fp32 | int8 (NITI integer training, SPEC 5)
 };
 struct MethodConfig {
   std::string name = "elastic_zo";     // full_bp | full_zo | elastic_zo
@@ -42,10 +43,28 @@ struct ZoConfig {
 };
 struct TrainConfig {
   std::int64_t epochs = 5;
-  std::int64_t batch_size = 32;
+  std::int64_t batch_size = 0;         // 0 = precision default; use resolve_batch_size()
   std::int64_t threads = 0;            // 0 = all cores
   std::int64_t max_steps = 0;          // 0 = no limit (stop after this many steps in total)
   std::int64_t eval_every = 1;         // evaluate on the test set every N epochs (and at the end)
+};
+// A per-epoch schedule. JSON: a plain number (constant for the whole run) or an object whose
+// keys are the epoch (0-based count of completed epochs) from which a value applies, e.g.
+// {"0": 5, "20": 4, "50": 3}; it must contain "0".
+struct Schedule {
+  // (from_epoch, value), sorted by epoch, first from_epoch = 0; the parser drops points that
+  // do not change the value, so a constant schedule has one point.
+  std::vector<std::pair<std::int64_t, double>> points;
+  double at(std::int64_t epoch) const;  // value in force during 0-based epoch `epoch`
+  bool operator==(const Schedule&) const = default;
+};
+// ElasticZO-INT8 / NITI hyperparameters (SPEC 5.5 and 6); used when model.precision = int8.
+struct Int8Config {
+  std::int64_t r_max = 3;              // perturbation u uniform in [-r_max, r_max]
+  Schedule b_zo{{{0, 1.0}}};           // bits of the int8 ZO update
+  Schedule b_bp{{{0, 5.0}, {20, 4.0}, {50, 3.0}}};        // bits of the NITI BP update (the lr)
+  Schedule p_zero{{{0, 0.33}, {20, 0.5}, {50, 0.9}}};     // sparsity of the perturbation
+  std::string sign = "float";          // float (INT8: float losses) | integer (INT8*, Eqs. 9-12)
 };
 struct OutputConfig {
   std::string dir = "";                // empty = runs/<name>
@@ -61,6 +80,7 @@ struct ExperimentConfig {
   OptimizerConfig optimizer;
   ZoConfig zo;
   TrainConfig train;
+  Int8Config int8;
   OutputConfig output;
   std::string source_dir = ".";        // absolute directory of the config file (not a key)
 };
@@ -92,6 +112,10 @@ std::string keys_help();
 
 // Every dotted key of the schema, in schema order.
 std::vector<std::string> key_names();
+
+// The effective minibatch: train.batch_size, or when it is 0 the precision's default (32 for
+// fp32, 256 for int8 as in NITI / ElasticZO-INT8). Use this, not cfg.train.batch_size.
+std::int64_t resolve_batch_size(const ExperimentConfig& cfg);
 
 // Resolves method.partition against L parametric layers: a number in [0, L] or a named setting
 // (zo-feat-cls1 = L−2, zo-feat-cls2 = L−1). full_bp forces 0 and full_zo forces L; elastic_zo
