@@ -7,6 +7,7 @@
 // perturb:   θ[i] = clamp(θ[i] + k·z(first + i), ±127)
 // update:    θ[i] = clamp(clamp(θ[i] + z) − û, ±127),  û = PstoShift(g·z, s_l) with
 //            s_l = bitlen(r_max) − b_zo when ≥ 1, else û = g·z        (the merged restore+update)
+// k is the perturbation multiple (+1, −2); g ∈ {−1, 0, +1} (any |g| < 2^24 is exact); b_zo ≥ 1.
 // Element-wise, so any split over threads gives the same result.
 #pragma once
 

@@ -1,0 +1,135 @@
+// Portable sparse uniform int8 perturbation and its dispatch. The same z as the reference,
+// written in 32-bit lanes so GCC vectorises it at -O3: hash32 is 32-bit multiplies, shifts and
+// xors, and the high word of w2 · (2·r_max + 1) is formed from 16-bit halves,
+//   floor(w2·c / 2^32) = ((w2 >> 16)·c + (((w2 & 0xffff)·c) >> 16)) >> 16   (exact for c < 2^16),
+// so no 64-bit lane is needed. Elementwise and counter-based, so large calls split over OpenMP
+// threads in fixed pieces with bit-identical results. Integer arithmetic only.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#ifdef ZT_OPENMP
+#include <omp.h>
+#endif
+
+#include "zotrain/core/rng.hpp"
+#include "zotrain/kernels/perturb_s8.hpp"
+#include "zotrain/kernels/quant.hpp"
+
+namespace zt::kernels {
+namespace {
+
+constexpr std::size_t kParallelMin = std::size_t{1} << 15;  // elements before forking
+constexpr std::size_t kChunk = 4096;                         // elements per work item
+
+bool go_parallel(std::size_t n) {
+#ifdef ZT_OPENMP
+  return n >= kParallelMin && !omp_in_parallel() && omp_get_max_threads() > 1;
+#else
+  (void)n;
+  return false;
+#endif
+}
+
+template <class Fn>
+void for_each_chunk(std::size_t n, Fn fn) {
+  if (!go_parallel(n)) {
+    fn(std::size_t{0}, n);
+    return;
+  }
+  const long chunks = static_cast<long>((n + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static)
+  for (long c = 0; c < chunks; ++c) {
+    const std::size_t b = static_cast<std::size_t>(c) * kChunk;
+    fn(b, n - b < kChunk ? n - b : kChunk);
+  }
+}
+
+struct ZLanes {
+  std::uint32_t k1, k2;
+  std::uint32_t threshold;  // low 32 bits of zero_threshold
+  std::uint32_t keep;       // 0 when zero_threshold ≥ 2^32 (every m = 0), else 1
+  std::uint32_t span;       // 2·r_max + 1
+  std::int32_t r;
+  explicit ZLanes(const PerturbS8Params& p)
+      : k1(hash_key(p.seed, 1)),
+        k2(hash_key(p.seed, 2)),
+        threshold(static_cast<std::uint32_t>(p.zero_threshold)),
+        keep(p.zero_threshold > 0xffffffffu ? 0u : 1u),
+        span(2u * static_cast<std::uint32_t>(p.r_max) + 1u),
+        r(p.r_max) {}
+  std::int32_t z(std::uint32_t j) const {
+    const std::uint32_t w1 = hash32(k1, j);
+    const std::uint32_t w2 = hash32(k2, j);
+    const std::uint32_t hi = ((w2 >> 16) * span + (((w2 & 0xffffu) * span) >> 16)) >> 16;
+    const std::uint32_t m = (w1 >= threshold ? 1u : 0u) & keep;
+    return m ? static_cast<std::int32_t>(hi) - r : 0;
+  }
+};
+
+// The 32-bit formulation needs 2·r_max + 1 < 2^16; other settings take the reference.
+bool lanes_ok(const PerturbS8Params& p) { return p.r_max >= 0 && p.r_max <= kInt8Max; }
+
+void perturb_span(std::int8_t* theta, std::size_t n, std::uint32_t first, const ZLanes& zl,
+                  std::int32_t k) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int32_t z = zl.z(first + static_cast<std::uint32_t>(i));
+    theta[i] = static_cast<std::int8_t>(std::clamp(theta[i] + k * z, -kInt8Max, kInt8Max));
+  }
+}
+
+// θ = clamp(clamp(θ + z) − PstoShift(g·z, s)) for 0 ≤ s ≤ 31 (s = 0: û = g·z).
+void update_span(std::int8_t* theta, std::size_t n, std::uint32_t first, const ZLanes& zl,
+                 std::int32_t g, int s) {
+  const int h = s / 2;
+  const std::uint32_t rmask = (std::uint32_t{1} << s) - 1u;
+  const std::uint32_t lmask = (std::uint32_t{1} << h) - 1u;
+  const int odd = s & 1;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int32_t z = zl.z(first + static_cast<std::uint32_t>(i));
+    const std::int32_t gz = g * z;
+    const std::uint32_t sm = static_cast<std::uint32_t>(gz >> 31);
+    const std::uint32_t m = (static_cast<std::uint32_t>(gz) ^ sm) - sm;
+    const std::uint32_t rem = m & rmask;
+    const std::uint32_t up = (rem >> h) > ((rem & lmask) << odd) ? 1u : 0u;
+    // |û| clamped to 255: with |clamp(θ + z)| ≤ 127 that cannot change the clamped result.
+    const std::uint32_t q = std::min((m >> s) + up, 255u);
+    const std::int32_t u_hat = static_cast<std::int32_t>((q ^ sm) - sm);
+    const std::int32_t t1 = std::clamp(theta[i] + z, -kInt8Max, kInt8Max);
+    theta[i] = static_cast<std::int8_t>(std::clamp(t1 - u_hat, -kInt8Max, kInt8Max));
+  }
+}
+
+}  // namespace
+
+void perturb_s8_portable(std::int8_t* theta, std::size_t n, std::uint32_t first,
+                         const PerturbS8Params& p, int k) {
+  if (!lanes_ok(p)) return perturb_s8_ref(theta, n, first, p, k);
+  const ZLanes zl(p);
+  // |z| ≥ 1 wherever z ≠ 0, so |k| beyond 255 saturates exactly like 255 does.
+  const std::int32_t kc = std::clamp(k, -255, 255);
+  for_each_chunk(n, [&](std::size_t b, std::size_t len) {
+    perturb_span(theta + b, len, first + static_cast<std::uint32_t>(b), zl, kc);
+  });
+}
+
+void zo_update_s8_portable(std::int8_t* theta, std::size_t n, std::uint32_t first,
+                           const PerturbS8Params& p, int g, int b_zo) {
+  const int s_l = bitlen(static_cast<std::uint32_t>(p.r_max)) - b_zo;
+  if (!lanes_ok(p) || s_l > 31) return zo_update_s8_ref(theta, n, first, p, g, b_zo);
+  const ZLanes zl(p);
+  const int s = std::max(s_l, 0);
+  for_each_chunk(n, [&](std::size_t b, std::size_t len) {
+    update_span(theta + b, len, first + static_cast<std::uint32_t>(b), zl, g, s);
+  });
+}
+
+PerturbS8Fn select_perturb_s8(Isa isa) {
+  return isa == Isa::kReference ? &perturb_s8_ref : &perturb_s8_portable;
+}
+
+ZoUpdateS8Fn select_zo_update_s8(Isa isa) {
+  return isa == Isa::kReference ? &zo_update_s8_ref : &zo_update_s8_portable;
+}
+
+}  // namespace zt::kernels

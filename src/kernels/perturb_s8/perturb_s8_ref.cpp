@@ -1,0 +1,62 @@
+// Reference sparse uniform int8 perturbation (SPEC 6): the plain loops, the definition of z and
+// of the perturb / merged restore+update steps. Integer arithmetic only.
+#include <cstddef>
+#include <cstdint>
+
+#include "zotrain/core/rng.hpp"
+#include "zotrain/kernels/perturb_s8.hpp"
+#include "zotrain/kernels/quant.hpp"
+
+namespace zt::kernels {
+namespace {
+
+struct ZGen {
+  std::uint32_t k1, k2;
+  std::uint64_t threshold, span;
+  std::int64_t r;
+  explicit ZGen(const PerturbS8Params& p)
+      : k1(hash_key(p.seed, 1)),
+        k2(hash_key(p.seed, 2)),
+        threshold(p.zero_threshold),
+        span(2 * static_cast<std::uint64_t>(p.r_max) + 1),
+        r(p.r_max) {}
+  std::int32_t operator()(std::uint32_t j) const {
+    const std::uint32_t w1 = hash32(k1, j);
+    const std::uint32_t w2 = hash32(k2, j);
+    const bool m = std::uint64_t{w1} >= threshold;
+    const std::int64_t u = static_cast<std::int64_t>((std::uint64_t{w2} * span) >> 32) - r;
+    return m ? static_cast<std::int32_t>(u) : 0;
+  }
+};
+
+}  // namespace
+
+void perturbation_s8(const PerturbS8Params& p, std::uint32_t first, std::size_t n, std::int8_t* z) {
+  const ZGen gen(p);
+  for (std::size_t i = 0; i < n; ++i) {
+    z[i] = static_cast<std::int8_t>(gen(first + static_cast<std::uint32_t>(i)));
+  }
+}
+
+void perturb_s8_ref(std::int8_t* theta, std::size_t n, std::uint32_t first,
+                    const PerturbS8Params& p, int k) {
+  const ZGen gen(p);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t z = gen(first + static_cast<std::uint32_t>(i));
+    theta[i] = clamp_s8(theta[i] + std::int64_t{k} * z);
+  }
+}
+
+void zo_update_s8_ref(std::int8_t* theta, std::size_t n, std::uint32_t first,
+                      const PerturbS8Params& p, int g, int b_zo) {
+  const ZGen gen(p);
+  const int s_l = bitlen(static_cast<std::uint32_t>(p.r_max)) - b_zo;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int32_t z = gen(first + static_cast<std::uint32_t>(i));
+    const std::int32_t gz = g * z;
+    const std::int32_t u_hat = s_l >= 1 ? psto_shift(gz, s_l) : gz;
+    theta[i] = clamp_s8(std::int64_t{clamp_s8(std::int64_t{theta[i]} + z)} - u_hat);
+  }
+}
+
+}  // namespace zt::kernels

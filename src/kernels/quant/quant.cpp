@@ -1,0 +1,149 @@
+// Portable int8 requantisation, weight update and input quantisation, and their dispatch.
+// The same sign-magnitude arithmetic as the reference (quant.hpp helpers), written branch-free
+// in 32-bit lanes so GCC vectorises it at -O3. The maximum is an exact reduction and every
+// other step is elementwise, so results are bit-identical to the reference for any thread count.
+// Integer arithmetic only (also built with -mgeneral-regs-only).
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#ifdef ZT_OPENMP
+#include <omp.h>
+#endif
+
+#include "zotrain/kernels/quant.hpp"
+
+namespace zt::kernels {
+namespace {
+
+constexpr std::size_t kParallelMin = std::size_t{1} << 16;  // elements before forking
+constexpr std::size_t kChunk = 4096;                         // elements per work item
+
+bool go_parallel(std::size_t n) {
+#ifdef ZT_OPENMP
+  return n >= kParallelMin && !omp_in_parallel() && omp_get_max_threads() > 1;
+#else
+  (void)n;
+  return false;
+#endif
+}
+
+// Runs fn(begin, length) over [0, n): serially when small, else over fixed kChunk-sized pieces
+// in parallel (elementwise, so the split never changes a result).
+template <class Fn>
+void for_each_chunk(std::size_t n, Fn fn) {
+  if (!go_parallel(n)) {
+    fn(std::size_t{0}, n);
+    return;
+  }
+  const long chunks = static_cast<long>((n + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static)
+  for (long c = 0; c < chunks; ++c) {
+    const std::size_t b = static_cast<std::size_t>(c) * kChunk;
+    fn(b, n - b < kChunk ? n - b : kChunk);
+  }
+}
+
+// All-ones when x < 0, else 0; |x| = (x ^ sign) − sign and back again (mod 2^32).
+inline std::uint32_t sign_mask(std::int32_t x) { return static_cast<std::uint32_t>(x >> 31); }
+inline std::uint32_t abs_u32(std::int32_t x, std::uint32_t sm) {
+  return (static_cast<std::uint32_t>(x) ^ sm) - sm;
+}
+inline std::int32_t apply_sign(std::uint32_t m, std::uint32_t sm) {
+  return static_cast<std::int32_t>((m ^ sm) - sm);
+}
+
+std::uint32_t max_abs_span(const std::int32_t* x, std::size_t n) {
+  std::uint32_t mx = 0;
+  for (std::size_t i = 0; i < n; ++i) mx = std::max(mx, abs_u32(x[i], sign_mask(x[i])));
+  return mx;
+}
+
+// y = clamp(RoundShift(x, s), ±127) for 0 ≤ s ≤ 25 (the largest requantisation shift).
+void round_shift_span(const std::int32_t* x, std::size_t n, int s, std::int8_t* y) {
+  const std::uint32_t half = s > 0 ? std::uint32_t{1} << (s - 1) : 0u;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t sm = sign_mask(x[i]);
+    // m ≤ 2^31 and half ≤ 2^24, so the sum cannot wrap.
+    const std::uint32_t q = std::min((abs_u32(x[i], sm) + half) >> s, std::uint32_t{kInt8Max});
+    y[i] = static_cast<std::int8_t>(apply_sign(q, sm));
+  }
+}
+
+// w = clamp(w − g, ±127). g is first clamped to ±255: with |w| ≤ 128 that cannot change the
+// clamped result, and it keeps the arithmetic in 32 bits.
+void subtract_span(std::int8_t* w, const std::int32_t* g, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int32_t gc = std::clamp(g[i], -255, 255);
+    w[i] = static_cast<std::int8_t>(std::clamp(w[i] - gc, -kInt8Max, kInt8Max));
+  }
+}
+
+// w = clamp(w − PstoShift(g, s), ±127) for 1 ≤ s ≤ 31.
+void psto_subtract_span(std::int8_t* w, const std::int32_t* g, std::size_t n, int s) {
+  const int h = s / 2;
+  const std::uint32_t rmask = (std::uint32_t{1} << s) - 1u;
+  const std::uint32_t lmask = (std::uint32_t{1} << h) - 1u;
+  const int odd = s & 1;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t sm = sign_mask(g[i]);
+    const std::uint32_t m = abs_u32(g[i], sm);
+    const std::uint32_t r = m & rmask;
+    const std::uint32_t up = (r >> h) > ((r & lmask) << odd) ? 1u : 0u;
+    // q + up ≤ 2^30 + 1; clamping the magnitude to 255 cannot change the clamped result.
+    const std::uint32_t q = std::min((m >> s) + up, 255u);
+    const std::int32_t gh = apply_sign(q, sm);
+    w[i] = static_cast<std::int8_t>(std::clamp(w[i] - gh, -kInt8Max, kInt8Max));
+  }
+}
+
+}  // namespace
+
+std::uint32_t max_abs_s32(const std::int32_t* x, std::size_t n) {
+  if (!go_parallel(n)) return max_abs_span(x, n);
+  std::uint32_t mx = 0;
+  const long chunks = static_cast<long>((n + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static) reduction(max : mx)
+  for (long c = 0; c < chunks; ++c) {
+    const std::size_t b = static_cast<std::size_t>(c) * kChunk;
+    mx = std::max(mx, max_abs_span(x + b, n - b < kChunk ? n - b : kChunk));
+  }
+  return mx;
+}
+
+int requantize_s32_s8_portable(const std::int32_t* x, std::size_t n, std::int8_t* y) {
+  const int b = bitlen(max_abs_s32(x, n));
+  const int s = b > kInt8Bits ? b - kInt8Bits : 0;
+  for_each_chunk(n, [&](std::size_t b0, std::size_t len) { round_shift_span(x + b0, len, s, y + b0); });
+  return s;
+}
+
+int update_weights_s8_portable(std::int8_t* w, const std::int32_t* g, std::size_t n, int bits) {
+  const int b = bitlen(max_abs_s32(g, n));
+  if (b == 0) return 0;
+  const int s = b - bits;
+  if (s < 1) {
+    for_each_chunk(n, [&](std::size_t b0, std::size_t len) { subtract_span(w + b0, g + b0, len); });
+  } else if (s <= 31) {
+    for_each_chunk(n, [&](std::size_t b0, std::size_t len) {
+      psto_subtract_span(w + b0, g + b0, len, s);
+    });
+  } else {
+    return update_weights_s8_ref(w, g, n, bits);  // bits < 1: not a real setting
+  }
+  return s;
+}
+
+void quantize_pixels_s8(const std::uint8_t* p, std::size_t n, std::int8_t* x) {
+  for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<std::int8_t>(p[i] >> 1);
+}
+
+RequantizeS32S8Fn select_requantize_s32_s8(Isa isa) {
+  return isa == Isa::kReference ? &requantize_s32_s8_ref : &requantize_s32_s8_portable;
+}
+
+UpdateWeightsS8Fn select_update_weights_s8(Isa isa) {
+  return isa == Isa::kReference ? &update_weights_s8_ref : &update_weights_s8_portable;
+}
+
+}  // namespace zt::kernels
