@@ -1,9 +1,13 @@
-// zotrain_bench_kernels [batch] — GFLOP/s of reference vs portable FP32 kernels on the
+// zotrain_bench_kernels [batch [int8]] — GFLOP/s of reference vs portable FP32 kernels on the
 // LeNet-5 shapes (conv fwd/bwd, linear fwd/bwd) with 1 and 2 threads, and the time of a whole
 // portable LeNet-5 forward (conv, ReLU, pool, linear). FLOPs count 2 per multiply-accumulate,
 // padded taps included. Each figure is the best of 5 repetitions of a ~50 ms timing loop.
+// Then the int8 products (linear_s8, conv2d_s8) on the int8 trainer's LeNet-5 shapes (conv2
+// without padding, fc1 400→120) next to the FP32 kernels on the same shapes: GOP/s (2 per
+// multiply-accumulate) and the int8 / FP32 speed ratio, with 1 and 2 threads.
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -18,7 +22,9 @@
 #endif
 
 #include "zotrain/kernels/conv2d.hpp"
+#include "zotrain/kernels/conv2d_s8.hpp"
 #include "zotrain/kernels/gemm.hpp"
+#include "zotrain/kernels/linear_s8.hpp"
 #include "zotrain/kernels/pool.hpp"
 #include "zotrain/kernels/relu.hpp"
 
@@ -86,10 +92,128 @@ struct Row {
   std::function<void(Isa)> run;
 };
 
+std::vector<std::int8_t> random_s8(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> u(-127, 127);
+  std::vector<std::int8_t> v(n);
+  for (auto& x : v) x = static_cast<std::int8_t>(u(rng));
+  return v;
+}
+
+// One line of the int8 table: the same product in FP32 and in int8 (portable paths).
+struct PairRow {
+  std::string name;
+  double ops;
+  std::function<void()> f32, s8;
+};
+
+int max_threads() {
+#ifdef ZT_OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+// int8 vs FP32 on the int8 LeNet-5 (NITI) shapes: conv1 1→6 28x28 pad 2, conv2 6→16 14x14 pad 0,
+// fc1 400→120, fc2 120→84, fc3 84→10. The first layer's backward has no input gradient.
+void bench_int8(int batch) {
+  const Conv2dShape c1{batch, 1, 28, 28, 6, 5, 2}, c2{batch, 6, 14, 14, 16, 5, 0};
+  set_threads(2);
+  const int threads = std::max(2, max_threads());
+  std::vector<float> f_scratch(std::max(conv2d_scratch_floats(c1), conv2d_scratch_floats(c2)));
+  std::vector<unsigned char> s_scratch(std::max(conv2d_s8_scratch_bytes(c1, threads), conv2d_s8_scratch_bytes(c2, threads)));
+  struct Conv {
+    const char* name;
+    Conv2dShape s;
+    bool dx;
+    std::size_t nx, nw, ny;
+  };
+  const auto conv_of = [](const char* name, const Conv2dShape& s, bool dx) {
+    return Conv{name, s, dx, std::size_t(s.batch) * s.in_c * s.in_h * s.in_w, std::size_t(s.out_c) * s.in_c * s.kernel * s.kernel,
+                std::size_t(s.batch) * s.out_c * s.out_h() * s.out_w()};
+  };
+  const Conv convs[] = {conv_of("conv1", c1, false), conv_of("conv2", c2, true)};
+  struct Fc {
+    const char* name;
+    int in, out;
+  };
+  const Fc fcs[] = {{"fc1", 400, 120}, {"fc2", 120, 84}, {"fc3", 84, 10}};
+  // Buffers (kept alive for the whole table).
+  std::vector<std::vector<float>> fb;
+  std::vector<std::vector<std::int8_t>> sb;
+  std::vector<std::vector<std::int32_t>> ib;
+  unsigned seed = 100;
+  const auto fvec = [&](std::size_t n) { fb.push_back(random_vec(n, seed++)); return fb.back().data(); };
+  const auto svec = [&](std::size_t n) { sb.push_back(random_s8(n, seed++)); return sb.back().data(); };
+  const auto ivec = [&](std::size_t n) { ib.emplace_back(n); return ib.back().data(); };
+  fb.reserve(64), sb.reserve(64), ib.reserve(64);
+  std::vector<PairRow> rows;
+  for (const Conv& c : convs) {
+    const double macs = double(c.ny) * c.s.in_c * c.s.kernel * c.s.kernel;
+    float *fx = fvec(c.nx), *fw = fvec(c.nw), *fy = fvec(c.ny), *fdy = fvec(c.ny), *fdx = fvec(c.nx), *fdw = fvec(c.nw);
+    std::int8_t *sx = svec(c.nx), *sw = svec(c.nw), *se = svec(c.ny);
+    std::int32_t *sy = ivec(c.ny), *sdx = ivec(c.nx), *sg = ivec(c.nw);
+    const Conv2dShape s = c.s;
+    const bool dx = c.dx;
+    std::string shape = std::to_string(s.in_c) + "->" + std::to_string(s.out_c) + " " + std::to_string(s.in_h) + "x" +
+                        std::to_string(s.in_w) + " p" + std::to_string(s.pad);
+    rows.push_back({std::string(c.name) + " fwd  " + shape, 2 * macs,
+                    [=, &f_scratch] { conv2d_forward_f32_portable(s, fx, fw, nullptr, fy, f_scratch.data()); },
+                    [=, &s_scratch] { conv2d_forward_s8_portable(s, sx, sw, sy, s_scratch.data()); }});
+    rows.push_back({std::string(c.name) + (dx ? " bwd  dx,dW" : " bwd  dW"), (dx ? 4 : 2) * macs,
+                    [=, &f_scratch] {
+                      conv2d_backward_f32_portable(s, fx, fw, fdy, dx ? fdx : nullptr, fdw, nullptr, f_scratch.data());
+                    },
+                    [=, &s_scratch] {
+                      if (dx) conv2d_backward_input_s8_portable(s, se, sw, sdx, s_scratch.data());
+                      conv2d_backward_weights_s8_portable(s, sx, se, sg, s_scratch.data());
+                    }});
+  }
+  for (const Fc& f : fcs) {
+    const double macs = double(batch) * f.in * f.out;
+    const int B = batch, N = f.out, K = f.in;
+    float *fx = fvec(std::size_t(B) * K), *fw = fvec(std::size_t(N) * K), *fy = fvec(std::size_t(B) * N),
+          *fdy = fvec(std::size_t(B) * N), *fdx = fvec(std::size_t(B) * K), *fdw = fvec(std::size_t(N) * K);
+    std::int8_t *sx = svec(std::size_t(B) * K), *sw = svec(std::size_t(N) * K), *se = svec(std::size_t(B) * N);
+    std::int32_t *sy = ivec(std::size_t(B) * N), *sdx = ivec(std::size_t(B) * K), *sg = ivec(std::size_t(N) * K);
+    rows.push_back({std::string(f.name) + " fwd  " + std::to_string(K) + "->" + std::to_string(N), 2 * macs,
+                    [=] { gemm_f32_portable(false, true, B, N, K, fx, K, fw, K, fy, N, false); },
+                    [=] { linear_forward_s8_portable(B, N, K, sx, sw, sy); }});
+    rows.push_back({std::string(f.name) + " bwd  dx,dW", 4 * macs,
+                    [=] {
+                      gemm_f32_portable(false, false, B, K, N, fdy, N, fw, K, fdx, K, false);
+                      gemm_f32_portable(true, false, N, K, B, fdy, N, fx, K, fdw, K, false);
+                    },
+                    [=] {
+                      linear_backward_input_s8_portable(B, N, K, se, sw, sdx);
+                      linear_backward_weights_s8_portable(B, N, K, se, sx, sg);
+                    }});
+  }
+  std::printf("\nint8 vs FP32 (portable paths), int8 LeNet-5 shapes, batch %d: GOP/s and int8/FP32 ratio\n", batch);
+  std::printf("%-26s %8s %11s %11s %6s %11s %11s %6s\n", "kernel", "MOP", "f32 1t", "s8 1t", "x", "f32 2t", "s8 2t", "x");
+  double sum_f1 = 0, sum_s1 = 0, sum_f2 = 0, sum_s2 = 0;
+  for (const PairRow& r : rows) {
+    set_threads(1);
+    const double f1 = time_call(r.f32), s1 = time_call(r.s8);
+    set_threads(2);
+    const double f2 = time_call(r.f32), s2 = time_call(r.s8);
+    sum_f1 += f1, sum_s1 += s1, sum_f2 += f2, sum_s2 += s2;
+    std::printf("%-26s %8.2f %6.1f GF/s %6.1f GOP/s %5.2fx %6.1f GF/s %6.1f GOP/s %5.2fx\n", r.name.c_str(), r.ops * 1e-6,
+                r.ops / f1 * 1e-9, r.ops / s1 * 1e-9, f1 / s1, r.ops / f2 * 1e-9, r.ops / s2 * 1e-9, f2 / s2);
+  }
+  std::printf("%-26s %8s %8.0f us %8.0f us  %5.2fx %8.0f us %8.0f us  %5.2fx\n", "sum of the rows (time)", "", sum_f1 * 1e6,
+              sum_s1 * 1e6, sum_f1 / sum_s1, sum_f2 * 1e6, sum_s2 * 1e6, sum_f2 / sum_s2);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const int batch = argc > 1 ? std::atoi(argv[1]) : 32;
+  if (argc > 2 && std::string(argv[2]) == "int8") {  // zotrain_bench_kernels 256 int8: the int8 table only
+    bench_int8(batch);
+    return 0;
+  }
 #ifdef ZT_OPENMP
   const bool have_omp = true;
 #else
@@ -217,5 +341,7 @@ int main(int argc, char** argv) {
               "portable 2t %.3f ms (%.1f GF/s)\n",
               batch, fwd_macs * 1e-6, tf_ref * 1e3, tf1 * 1e3, 2 * fwd_macs / tf1 * 1e-9, tf2 * 1e3,
               2 * fwd_macs / tf2 * 1e-9);
+
+  bench_int8(batch);
   return 0;
 }

@@ -1,0 +1,260 @@
+// Internals of the portable int8 × int8 → int32 products (linear_s8, conv2d_s8): one register-
+// blocked micro-kernel family and the helpers that pack operands for it. Integer arithmetic only
+// (also compiled with -mgeneral-regs-only for aarch64).
+//
+// The micro-kernel computes, for MR rows m and NV·16 lanes l (NV "vectors" of 16 int32 lanes),
+//   C[m][l] = (accumulate ? C[m][l] : 0) + Σ_q Σ_{s<4} A[m][q][s] · (B[q][l][s] − 128) ,
+// evaluated as Σ A · B − corr[m] with corr[m] = 128 · Σ_{q,s} A[m][q][s]:
+//   A, the broadcast operand: int8, 4 consecutive reduction terms ("a quad") read as one word;
+//   B, the lane operand: uint8 holding value + 128 (value ^ 0x80), quad q = 16 lanes × 4 bytes.
+// The +128 form is what x86 VNNI multiplies (vpdpbusd: u8 × s8, 4 products per int32 lane);
+// the plain-loop kernel uses the same data, so both paths share every packing routine.
+// Bytes of B that pad a quad beyond the real reduction hold the value 0 (byte 0x80): they add
+// 128·A, and corr, which sums every A byte read, takes it out again.
+//
+// Overflow bound: every intermediate is a sum of at most kMaxTerms products |u8 · s8| ≤ 255·128
+// (plus a previous partial result of at most that many true products ≤ 128·128), and
+// 65536 · 255 · 128 = 2 139 095 040 < 2^31, so int32 never overflows as long as one int32
+// accumulation covers at most kMaxTerms products. Forward and input-gradient reductions
+// (K, C·k·k, N, O·k·k) are checked against it; weight-gradient sums over the batch are split into
+// int32 blocks of at most kMaxTerms products, added in int64 and saturated at the end.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "zotrain/kernels/conv2d.hpp"
+
+namespace zt::kernels::s8 {
+
+using std::ptrdiff_t;
+
+inline constexpr int kLanes = 16;       // int32 lanes of one B vector
+inline constexpr int kVecBytes = 64;    // one quad of one B vector: 16 lanes × 4 bytes
+inline constexpr std::uint8_t kBias = 0x80;
+inline constexpr int kMaxTerms = 65536;  // products per int32 accumulation (see above)
+inline constexpr int kMaxNv = 4;         // B vectors per micro-tile
+
+// Micro-kernel implementations. kGeneric: plain loops (any CPU; what aarch64 runs);
+// kVnni512: AVX-512 VNNI via GCC vector extensions, built when the compiler targets it.
+enum class Micro { kGeneric, kVnni512 };
+bool micro_available(Micro m);
+Micro best_micro();
+const char* micro_name(Micro m);
+
+struct MicroArgs {
+  int nq = 0;  // quads, including the tail quad when a_tail is set
+  // A. Packed mode: word (m, q) at a + q·a_step + 4·m. Rows mode: at a_rows[m] + q·a_step, and
+  // the last quad (q = nq − 1) from a_tail + 4·m when a_tail is not null.
+  const std::int8_t* a = nullptr;
+  const std::int8_t* const* a_rows = nullptr;
+  ptrdiff_t a_step = 0;
+  const std::int8_t* a_tail = nullptr;
+  // B: vector v of quad q at b + (b_off ? b_off[q] : q·b_step) + v·b_vec (64 bytes each).
+  const std::uint8_t* b = nullptr;
+  const std::int32_t* b_off = nullptr;
+  ptrdiff_t b_step = 0, b_vec = kVecBytes;
+  // C: row m, lane l at c[m·ldc + l] for l < n_valid (≤ NV·16); lanes past n_valid are not
+  // touched. corr: MR values subtracted from every lane of row m.
+  std::int32_t* c = nullptr;
+  ptrdiff_t ldc = 0;
+  int n_valid = 0;
+  const std::int32_t* corr = nullptr;
+  bool accumulate = false;
+  // Canvas store (when runs is set; never with accumulate): vector v writes, for each of its
+  // nruns[v] runs r = runs[v·kMaxRuns + i], lanes [r.first, r.first + r.count) to
+  // c[m·ldc + r.dst …]; other lanes are dropped. See canvas_runs.
+  const struct CanvasRun* runs = nullptr;
+  const std::int32_t* nruns = nullptr;
+};
+
+// A run of lanes of one B vector that land on consecutive output elements.
+struct CanvasRun {
+  std::int32_t first, count, dst;
+};
+inline constexpr int kMaxRuns = kLanes / 2 + 1;
+// Runs of a canvas whose lane l of vector p is position P = 16p + l (P < npos), i.e. row
+// P / wc and column P % wc − col0 of an output of width w (kept when 0 ≤ column < w). Runs
+// are separated by the wc − w dropped columns of a row (none when wc = w: one run), so a
+// vector has at most kMaxRuns of them.
+// runs: [panels][kMaxRuns], nruns: [panels].
+void canvas_runs(int panels, int npos, int wc, int w, int col0, CanvasRun* runs, std::int32_t* nruns);
+
+// Vector dot tile (weight gradient with few output channels): for o < OB, t < TB and 16 lanes,
+//   part[o·ld + t][l] += Σ_{i < steps} Σ_{s<4} x[t][64i + 4l + s] · e[o][64i + 4l + s]
+// with x uint8 (value + 128) and e int8: lane partial sums, reduced across lanes later.
+struct DotArgs {
+  int steps = 0;
+  const std::uint8_t* const* x = nullptr;  // TB pointers
+  const std::int8_t* const* e = nullptr;   // OB pointers
+  std::int32_t* part = nullptr;            // [o][t] blocks of 16 int32, row o at part + o·ld·16
+  ptrdiff_t ld = 0;
+};
+inline constexpr int kDotOb = 6, kDotTb = 4;
+void run_dot(Micro m, int ob, int tb, const DotArgs& args);  // 1 ≤ ob ≤ kDotOb, 1 ≤ tb ≤ kDotTb
+
+// Largest MR for NV vectors, per implementation and A mode (rows mode needs a pointer per row).
+int max_mr(Micro m, bool rows_a, int nv);
+// Runs the (mr, nv) micro-kernel, 1 ≤ mr ≤ max_mr(m, rows_a, nv), 1 ≤ nv ≤ kMaxNv.
+void run_micro(Micro m, bool rows_a, int mr, int nv, const MicroArgs& args);
+
+// Register blocking of an M-row × `panels`-vector product: row blocks of at most `mr` rows
+// (near-equal sizes, see block_of) × groups of `nv` vectors (the last group may be narrower).
+struct TilePlan {
+  int mr = 1, nv = 1;
+  int row_blocks = 1, groups = 1;
+};
+TilePlan plan_tiles(Micro m, bool rows_a, int rows, int panels);
+// Row block i of n rows split into `blocks` near-equal blocks: [begin, begin + size).
+void block_of(int n, int blocks, int i, int& begin, int& size);
+
+// ---- packing helpers ---------------------------------------------------------------------
+// dst[4i + s] = r_s[i] ^ xor_mask for i < n (the r_s may overlap: they are only read).
+inline void interleave4(std::uint8_t* __restrict dst, const std::int8_t* __restrict r0,
+                        const std::int8_t* __restrict r1, const std::int8_t* __restrict r2,
+                        const std::int8_t* __restrict r3, int n, std::uint8_t xor_mask) {
+  for (int i = 0; i < n; ++i) {
+    dst[4 * i] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(r0[i]) ^ xor_mask);
+    dst[4 * i + 1] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(r1[i]) ^ xor_mask);
+    dst[4 * i + 2] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(r2[i]) ^ xor_mask);
+    dst[4 * i + 3] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(r3[i]) ^ xor_mask);
+  }
+}
+// dst[i] = src[i] ^ xor_mask.
+inline void copy_xor(std::uint8_t* __restrict dst, const std::int8_t* __restrict src, ptrdiff_t n,
+                     std::uint8_t xor_mask) {
+  for (ptrdiff_t i = 0; i < n; ++i)
+    dst[i] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(src[i]) ^ xor_mask);
+}
+// dst[i] = src[i] ^ xor_mask for a short row (n < 2^16): whole 16- / 8-byte words, the last
+// one overlapping its predecessor, instead of a vector loop with scalar tails.
+inline void copy_xor_row(std::uint8_t* __restrict dst, const std::int8_t* __restrict src, int n,
+                         std::uint8_t xor_mask) {
+  const std::uint64_t m = 0x0101010101010101ull * xor_mask;
+  const auto word = [&](int i) {
+    std::uint64_t v;
+    std::memcpy(&v, src + i, 8);
+    v ^= m;
+    std::memcpy(dst + i, &v, 8);
+  };
+  if (n < 8) {
+    copy_xor(dst, src, n, xor_mask);
+    return;
+  }
+  for (int i = 0; i + 8 <= n; i += 8) word(i);
+  if (n % 8 != 0) word(n - 8);
+}
+// dst[i] = src[i] for a row of n values of T. Short rows (8 to 128 bytes) are copied as a few
+// fixed-size pieces, the last one overlapping its predecessor: no call, no scalar tail.
+template <class T>
+inline void copy_row(T* __restrict dst, const T* __restrict src, int n) {
+  const ptrdiff_t bytes = static_cast<ptrdiff_t>(n) * static_cast<ptrdiff_t>(sizeof(T));
+  auto* d = reinterpret_cast<unsigned char*>(dst);
+  const auto* s = reinterpret_cast<const unsigned char*>(src);
+  if (bytes > 128) {
+    std::memcpy(d, s, static_cast<std::size_t>(bytes));
+  } else if (bytes >= 64) {
+    std::memcpy(d, s, 64);
+    std::memcpy(d + bytes - 64, s + bytes - 64, 64);
+  } else if (bytes >= 16) {
+    std::memcpy(d, s, 16);
+    if (bytes > 32) std::memcpy(d + 16, s + 16, 16);
+    if (bytes > 48) std::memcpy(d + 32, s + 32, 16);
+    std::memcpy(d + bytes - 16, s + bytes - 16, 16);
+  } else if (bytes >= 8) {
+    std::memcpy(d, s, 8);
+    std::memcpy(d + bytes - 8, s + bytes - 8, 8);
+  } else {
+    for (ptrdiff_t i = 0; i < bytes; ++i) d[i] = s[i];
+  }
+}
+// Σ src[i], exact (n ≤ 2^24).
+inline std::int32_t sum_s8(const std::int8_t* src, ptrdiff_t n) {
+  std::int32_t s = 0;
+  for (ptrdiff_t i = 0; i < n; ++i) s += src[i];
+  return s;
+}
+// Σ src[i] for a short row (n < 2^16), 8 bytes at a time in a 64-bit word: the bytes are
+// biased to unsigned (x ^ 0x80 = x + 128), summed pairwise into 16-bit fields and folded by a
+// multiply; the bias is subtracted at the end.
+inline std::int32_t sum_s8_row(const std::int8_t* src, int n) {
+  if (n < 8) return sum_s8(src, n);
+  const auto biased = [&](int at) {
+    std::uint64_t v;
+    std::memcpy(&v, src + at, 8);
+    return v ^ 0x8080808080808080ull;
+  };
+  const auto byte_sum = [](std::uint64_t u) {
+    u = (u & 0x00FF00FF00FF00FFull) + ((u >> 8) & 0x00FF00FF00FF00FFull);  // 4 sums ≤ 510
+    return static_cast<std::int32_t>((u * 0x0001000100010001ull) >> 48);   // their sum ≤ 2040
+  };
+  std::int32_t s = 0;
+  int i = 0;
+  for (; i + 8 <= n; i += 8) s += byte_sum(biased(i));
+  if (i < n) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    // The last n − i bytes are the top of the word ending at n: shift the counted ones out.
+    s += byte_sum(biased(n - 8) >> (8 * (8 - (n - i))));
+#else
+    for (; i < n; ++i) s += src[i] + 128;
+#endif
+  }
+  return s - 128 * n;
+}
+
+inline ptrdiff_t round_up(ptrdiff_t v, ptrdiff_t m) { return (v + m - 1) / m * m; }
+inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// Forks threads only at the outermost level and for work worth it; inside any parallel region
+// the kernels run serially on the caller's thread.
+bool go_parallel(std::int64_t macs);
+int max_threads();  // omp_get_max_threads(), 1 without OpenMP
+
+// Runs body(team) once on a team of threads (team = true) when `par`, else once on the calling
+// thread (team = false). Inside, team_for(team, n, f) runs f(0 .. n−1) split statically over the
+// team (with a barrier at the end) or serially. A serial call never touches OpenMP, so it is
+// safe from inside any parallel region.
+template <class Body>
+void with_team(bool par, const Body& body) {
+  if (!par) {
+    body(false);
+    return;
+  }
+#pragma omp parallel
+  body(true);
+}
+template <class F>
+void team_for(bool team, int n, const F& f) {
+  if (!team) {
+    for (int i = 0; i < n; ++i) f(i);
+    return;
+  }
+#pragma omp for schedule(static)
+  for (int i = 0; i < n; ++i) f(i);
+}
+
+// ---- entry points with a forced micro-kernel (the public _portable functions use best_micro();
+// tests run every available one) ----------------------------------------------------------
+void linear_forward(Micro m, int B, int N, int K, const std::int8_t* x, const std::int8_t* w,
+                    std::int32_t* y);
+void linear_backward_input(Micro m, int B, int N, int K, const std::int8_t* e,
+                           const std::int8_t* w, std::int32_t* dx);
+void linear_backward_weights(Micro m, int B, int N, int K, const std::int8_t* e,
+                             const std::int8_t* x, std::int32_t* g);
+
+void conv2d_forward(Micro m, const Conv2dShape& s, const std::int8_t* x, const std::int8_t* w,
+                    std::int32_t* y, void* scratch);
+void conv2d_backward_input(Micro m, const Conv2dShape& s, const std::int8_t* e,
+                           const std::int8_t* w, std::int32_t* dx, void* scratch);
+void conv2d_backward_weights(Micro m, const Conv2dShape& s, const std::int8_t* x,
+                             const std::int8_t* e, std::int32_t* g, void* scratch);
+
+// Which quads the conv forward / input-gradient reduction uses (tests cover both):
+// channel quads (4 channels at one tap) or row quads (4 neighbouring taps of one kernel row).
+bool conv_uses_channel_quads(const Conv2dShape& s, bool backward_input);
+// Which algorithm the weight gradient uses: vector dot products over positions (true) or
+// taps × output-channel lanes (false).
+bool conv_dw_uses_dot(const Conv2dShape& s);
+
+}  // namespace zt::kernels::s8

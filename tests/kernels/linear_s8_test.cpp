@@ -1,0 +1,371 @@
+// int8 linear products (linear_s8.hpp). Integer results are exact, so every path — the
+// reference, the portable path with each micro-kernel (plain loops; AVX-512 VNNI where the CPU
+// has it), any thread count — must match bit for bit. The reference is itself checked against
+// naive loops written the other way round (scatter instead of gather, int64 sums). Guard values
+// after every output must survive.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#ifdef ZT_OPENMP
+#include <omp.h>
+#endif
+
+#include "../../src/kernels/linear_s8/gemm_s8_internal.hpp"
+#include "zotrain/core/rng.hpp"
+#include "zotrain/kernels/linear_s8.hpp"
+#include "../support.hpp"
+
+namespace zt::kernels {
+namespace {
+
+constexpr std::int32_t kGuard32 = static_cast<std::int32_t>(test::kGuard);
+constexpr std::size_t kGuardTail = 13;
+
+// n values uniform in [lo, hi] from the project's generator (replayable from the seed).
+std::vector<std::int8_t> random_s8(std::size_t n, std::uint64_t seed, int lo = -127, int hi = 127) {
+  SplitMix64 rng(seed);
+  std::vector<std::int8_t> v(n);
+  for (auto& x : v) x = static_cast<std::int8_t>(lo + static_cast<int>(rng.next() % static_cast<std::uint64_t>(hi - lo + 1)));
+  return v;
+}
+
+std::vector<std::int32_t> guarded(std::size_t n, std::int32_t fill = 0x5a5a5a5a) {
+  std::vector<std::int32_t> v(n + kGuardTail, kGuard32);
+  std::fill_n(v.begin(), n, fill);
+  return v;
+}
+
+std::string describe(int B, int N, int K) {
+  return "B=" + std::to_string(B) + " N=" + std::to_string(N) + " K=" + std::to_string(K);
+}
+
+// Expects got == want on the first n values and intact guards after them.
+void expect_exact(const std::vector<std::int32_t>& got, const std::vector<std::int32_t>& want, std::size_t n,
+                  const std::string& what) {
+  int bad = 0;
+  for (std::size_t i = 0; i < n && bad < 5; ++i)
+    if (got[i] != want[i]) {
+      ADD_FAILURE() << what << " [" << i << "] " << got[i] << " vs " << want[i];
+      ++bad;
+    }
+  for (std::size_t t = 0; t < kGuardTail; ++t) EXPECT_EQ(got[n + t], kGuard32) << what << " guard " << t;
+}
+
+// ---- naive loops (int64, scatter order) -------------------------------------------------------
+
+std::int32_t to_i32(std::int64_t v) {
+  EXPECT_TRUE(v >= INT32_MIN && v <= INT32_MAX);
+  return static_cast<std::int32_t>(v);
+}
+
+std::vector<std::int32_t> naive_forward(int B, int N, int K, const std::vector<std::int8_t>& x,
+                                        const std::vector<std::int8_t>& w) {
+  std::vector<std::int64_t> acc(static_cast<std::size_t>(B) * N, 0);
+  for (int k = 0; k < K; ++k)
+    for (int b = 0; b < B; ++b)
+      for (int n = 0; n < N; ++n) acc[std::size_t(b) * N + n] += std::int64_t{x[std::size_t(b) * K + k]} * w[std::size_t(n) * K + k];
+  std::vector<std::int32_t> y(acc.size());
+  for (std::size_t i = 0; i < acc.size(); ++i) y[i] = to_i32(acc[i]);
+  return y;
+}
+
+std::vector<std::int32_t> naive_backward_input(int B, int N, int K, const std::vector<std::int8_t>& e,
+                                               const std::vector<std::int8_t>& w) {
+  std::vector<std::int64_t> acc(static_cast<std::size_t>(B) * K, 0);
+  for (int n = 0; n < N; ++n)
+    for (int b = 0; b < B; ++b)
+      for (int k = 0; k < K; ++k) acc[std::size_t(b) * K + k] += std::int64_t{e[std::size_t(b) * N + n]} * w[std::size_t(n) * K + k];
+  std::vector<std::int32_t> dx(acc.size());
+  for (std::size_t i = 0; i < acc.size(); ++i) dx[i] = to_i32(acc[i]);
+  return dx;
+}
+
+std::vector<std::int32_t> naive_backward_weights(int B, int N, int K, const std::vector<std::int8_t>& e,
+                                                 const std::vector<std::int8_t>& x) {
+  std::vector<std::int64_t> acc(static_cast<std::size_t>(N) * K, 0);
+  for (int b = 0; b < B; ++b)
+    for (int n = 0; n < N; ++n)
+      for (int k = 0; k < K; ++k) acc[std::size_t(n) * K + k] += std::int64_t{e[std::size_t(b) * N + n]} * x[std::size_t(b) * K + k];
+  std::vector<std::int32_t> g(acc.size());
+  for (std::size_t i = 0; i < acc.size(); ++i)
+    g[i] = static_cast<std::int32_t>(std::clamp<std::int64_t>(acc[i], INT32_MIN, INT32_MAX));
+  return g;
+}
+
+// ---- the three products behind one interface, for any path --------------------------------
+
+struct Fns {
+  std::function<void(int, int, int, const std::int8_t*, const std::int8_t*, std::int32_t*)> fwd, dx, dw;
+};
+
+Fns fns_of(Isa isa) {
+  return {select_linear_forward_s8(isa), select_linear_backward_input_s8(isa), select_linear_backward_weights_s8(isa)};
+}
+
+Fns fns_of(s8::Micro m) {
+  return {[m](int B, int N, int K, const std::int8_t* x, const std::int8_t* w, std::int32_t* y) {
+            s8::linear_forward(m, B, N, K, x, w, y);
+          },
+          [m](int B, int N, int K, const std::int8_t* e, const std::int8_t* w, std::int32_t* dx) {
+            s8::linear_backward_input(m, B, N, K, e, w, dx);
+          },
+          [m](int B, int N, int K, const std::int8_t* e, const std::int8_t* x, std::int32_t* g) {
+            s8::linear_backward_weights(m, B, N, K, e, x, g);
+          }};
+}
+
+struct Outputs {
+  std::vector<std::int32_t> y, dx, g;
+};
+
+// Runs the three products of `f` on (x, w, e) and checks them against the reference.
+Outputs run_and_check(const Fns& f, int B, int N, int K, const std::vector<std::int8_t>& x,
+                      const std::vector<std::int8_t>& w, const std::vector<std::int8_t>& e) {
+  const std::size_t ny = std::size_t(B) * N, nx = std::size_t(B) * K, nw = std::size_t(N) * K;
+  Outputs got{guarded(ny), guarded(nx), guarded(nw)};
+  auto y_ref = guarded(ny), dx_ref = guarded(nx), g_ref = guarded(nw);
+  f.fwd(B, N, K, x.data(), w.data(), got.y.data());
+  f.dx(B, N, K, e.data(), w.data(), got.dx.data());
+  f.dw(B, N, K, e.data(), x.data(), got.g.data());
+  linear_forward_s8_ref(B, N, K, x.data(), w.data(), y_ref.data());
+  linear_backward_input_s8_ref(B, N, K, e.data(), w.data(), dx_ref.data());
+  linear_backward_weights_s8_ref(B, N, K, e.data(), x.data(), g_ref.data());
+  const std::string what = describe(B, N, K);
+  expect_exact(got.y, y_ref, ny, what + " y");
+  expect_exact(got.dx, dx_ref, nx, what + " dx");
+  expect_exact(got.g, g_ref, nw, what + " g");
+  return got;
+}
+
+Outputs run_random(const Fns& f, int B, int N, int K, std::uint64_t seed) {
+  const auto x = random_s8(std::size_t(B) * K, seed), w = random_s8(std::size_t(N) * K, seed + 1),
+             e = random_s8(std::size_t(B) * N, seed + 2);
+  return run_and_check(f, B, N, K, x, w, e);
+}
+
+// Every combination of sizes around the 16-lane vectors and the 4-term quads.
+const int kSweep[] = {1, 2, 3, 4, 5, 15, 16, 17, 31, 33, 65};
+
+void size_sweep(const Fns& f) {
+  std::uint64_t seed = 1;
+  for (int B : {1, 3, 15, 16, 17, 33, 65})
+    for (int N : kSweep)
+      for (int K : kSweep) {
+        run_random(f, B, N, K, seed);
+        seed += 3;
+      }
+}
+
+void lenet_shapes(const Fns& f) {
+  std::uint64_t seed = 500;
+  for (int B : {1, 32, 256}) {
+    run_random(f, B, 120, 400, seed++);  // fc1
+    run_random(f, B, 84, 120, seed++);   // fc2
+    run_random(f, B, 10, 84, seed++);    // fc3
+  }
+}
+
+// Shapes that cut the packed operands into several lane blocks and reduction chunks.
+void blocked_shapes(const Fns& f) {
+  std::uint64_t seed = 900;
+  run_random(f, 3, 40, 20000, seed++);   // forward: several K chunks
+  run_random(f, 5, 5000, 9, seed++);     // forward: several output blocks; dx: many quads
+  run_random(f, 2, 3, 60001, seed++);    // forward: several K chunks; dx: several lane blocks
+  run_random(f, 7, 20001, 3, seed++);    // dx: several reduction chunks of N
+  run_random(f, 1000, 120, 400, seed++); // dW: several batch chunks
+  run_random(f, 33, 1500, 70, seed++);   // dW: several output-row blocks
+  run_random(f, 9, 17, 1100, seed++);    // dW: several lane blocks
+}
+
+void extreme_values(const Fns& f) {
+  for (int B : {1, 17, 64})
+    for (int N : {1, 16, 33})
+      for (int K : {1, 31, 400}) {
+        for (int xv : {-128, -127, 127})
+          for (int wv : {-128, -127, 127}) {
+            const std::vector<std::int8_t> x(std::size_t(B) * K, static_cast<std::int8_t>(xv)),
+                w(std::size_t(N) * K, static_cast<std::int8_t>(wv)), e(std::size_t(B) * N, static_cast<std::int8_t>(-xv));
+            run_and_check(f, B, N, K, x, w, e);
+          }
+        // Alternating extremes.
+        std::vector<std::int8_t> x(std::size_t(B) * K), w(std::size_t(N) * K), e(std::size_t(B) * N);
+        for (std::size_t i = 0; i < x.size(); ++i) x[i] = i % 3 == 0 ? -127 : 127;
+        for (std::size_t i = 0; i < w.size(); ++i) w[i] = i % 2 == 0 ? 127 : -128;
+        for (std::size_t i = 0; i < e.size(); ++i) e[i] = i % 5 == 0 ? -128 : 127;
+        run_and_check(f, B, N, K, x, w, e);
+      }
+}
+
+// The weight gradient sums over the batch in int64 and saturates: 140 000 samples of 127·127
+// exceed INT32_MAX; a batch whose two halves cancel needs the wide sum to come back to 0.
+void weight_gradient_saturates(const Fns& f) {
+  const int B = 140000, N = 2, K = 3;
+  std::vector<std::int8_t> x(std::size_t(B) * K, 127), e(std::size_t(B) * N, 127);
+  for (int b = 0; b < B; ++b) e[std::size_t(b) * N + 1] = -127;  // output 1: −127·127 per sample
+  auto g = guarded(std::size_t(N) * K);
+  f.dw(B, N, K, e.data(), x.data(), g.data());
+  for (int k = 0; k < K; ++k) {
+    EXPECT_EQ(g[k], INT32_MAX) << k;
+    EXPECT_EQ(g[K + k], INT32_MIN) << k;
+  }
+  for (std::size_t t = 0; t < kGuardTail; ++t) EXPECT_EQ(g[std::size_t(N) * K + t], kGuard32);
+  // Cancellation: +127·127 for the first half, −127·127 for the second; partial sums pass
+  // INT32_MAX on the way. Output 1 gets a small exact remainder.
+  for (int b = 0; b < B; ++b) {
+    e[std::size_t(b) * N] = b < B / 2 ? 127 : -127;
+    e[std::size_t(b) * N + 1] = b % 7 == 0 ? 1 : 0;
+  }
+  f.dw(B, N, K, e.data(), x.data(), g.data());
+  const auto want = naive_backward_weights(B, N, K, e, x);
+  for (int i = 0; i < N * K; ++i) EXPECT_EQ(g[i], want[i]) << i;
+  EXPECT_EQ(want[0], 0);
+}
+
+void empty_dims(const Fns& f) {
+  const std::vector<std::int8_t> a(64, 5), b(64, 7);
+  auto out = guarded(8, 123);
+  f.fwd(0, 4, 5, a.data(), b.data(), out.data());  // nothing to write
+  f.dx(0, 4, 5, a.data(), b.data(), out.data());
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(out[i], 123);
+  f.fwd(2, 4, 0, a.data(), b.data(), out.data());  // K = 0: y = 0
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(out[i], 0);
+  out = guarded(8, 123);
+  f.dx(2, 0, 4, a.data(), b.data(), out.data());  // N = 0: dx = 0
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(out[i], 0);
+  out = guarded(8, 123);
+  f.dw(0, 2, 4, a.data(), b.data(), out.data());  // B = 0: g = 0
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(out[i], 0);
+  for (std::size_t t = 0; t < kGuardTail; ++t) EXPECT_EQ(out[8 + t], kGuard32);
+}
+
+#ifdef ZT_OPENMP
+// 1, 2 and 3 threads, and a call from inside a parallel region (serial), give the same bits.
+void thread_count_independent(const Fns& f) {
+  const int saved = omp_get_max_threads();
+  struct Shape {
+    int B, N, K;
+  };
+  const Shape shapes[] = {{256, 120, 400}, {256, 84, 120}, {67, 33, 129}, {1000, 17, 65}, {5, 700, 300}};
+  std::uint64_t seed = 4242;
+  for (const Shape& s : shapes) {
+    const auto x = random_s8(std::size_t(s.B) * s.K, seed), w = random_s8(std::size_t(s.N) * s.K, seed + 1),
+               e = random_s8(std::size_t(s.B) * s.N, seed + 2);
+    seed += 3;
+    std::vector<Outputs> outs;
+    for (int threads : {1, 2, 3, 0}) {
+      omp_set_num_threads(std::max(threads, 2));
+      if (threads == 0) {
+        Outputs o;
+#pragma omp parallel num_threads(2)
+#pragma omp single
+        o = run_and_check(f, s.B, s.N, s.K, x, w, e);
+        outs.push_back(o);
+      } else {
+        outs.push_back(run_and_check(f, s.B, s.N, s.K, x, w, e));
+      }
+    }
+    for (std::size_t i = 1; i < outs.size(); ++i) {
+      EXPECT_EQ(outs[0].y, outs[i].y) << describe(s.B, s.N, s.K) << " y, run " << i;
+      EXPECT_EQ(outs[0].dx, outs[i].dx) << describe(s.B, s.N, s.K) << " dx, run " << i;
+      EXPECT_EQ(outs[0].g, outs[i].g) << describe(s.B, s.N, s.K) << " g, run " << i;
+    }
+  }
+  omp_set_num_threads(saved);
+}
+#endif
+
+// ---- public paths, by ISA --------------------------------------------------------------------
+
+class LinearS8Test : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!isa_available(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not available";
+    f_ = fns_of(GetParam());
+  }
+  Fns f_;
+};
+
+TEST_P(LinearS8Test, SelectsTheRequestedPath) {
+  const Isa isa = GetParam();
+  const bool ref = isa == Isa::kReference;
+  EXPECT_EQ(select_linear_forward_s8(isa), ref ? &linear_forward_s8_ref : &linear_forward_s8_portable);
+  EXPECT_EQ(select_linear_backward_input_s8(isa), ref ? &linear_backward_input_s8_ref : &linear_backward_input_s8_portable);
+  EXPECT_EQ(select_linear_backward_weights_s8(isa),
+            ref ? &linear_backward_weights_s8_ref : &linear_backward_weights_s8_portable);
+}
+
+TEST_P(LinearS8Test, SizeSweep) { size_sweep(f_); }
+TEST_P(LinearS8Test, LeNetShapes) { lenet_shapes(f_); }
+TEST_P(LinearS8Test, BlockedShapes) { blocked_shapes(f_); }
+TEST_P(LinearS8Test, ExtremeValues) { extreme_values(f_); }
+TEST_P(LinearS8Test, WeightGradientSaturates) { weight_gradient_saturates(f_); }
+TEST_P(LinearS8Test, EmptyDimensions) { empty_dims(f_); }
+#ifdef ZT_OPENMP
+TEST_P(LinearS8Test, ThreadCountIndependent) { thread_count_independent(f_); }
+#endif
+
+INSTANTIATE_TEST_SUITE_P(LinearS8, LinearS8Test, ::testing::Values(Isa::kReference, Isa::kPortable, Isa::kNeon),
+                         [](const auto& info) { return std::string(isa_name(info.param)); });
+
+// ---- the portable path with each micro-kernel ------------------------------------------------
+
+class LinearS8MicroTest : public ::testing::TestWithParam<s8::Micro> {
+ protected:
+  void SetUp() override {
+    if (!s8::micro_available(GetParam())) GTEST_SKIP() << s8::micro_name(GetParam()) << " not available";
+    f_ = fns_of(GetParam());
+  }
+  Fns f_;
+};
+
+TEST_P(LinearS8MicroTest, SizeSweep) { size_sweep(f_); }
+TEST_P(LinearS8MicroTest, LeNetShapes) { lenet_shapes(f_); }
+TEST_P(LinearS8MicroTest, BlockedShapes) { blocked_shapes(f_); }
+TEST_P(LinearS8MicroTest, ExtremeValues) { extreme_values(f_); }
+TEST_P(LinearS8MicroTest, WeightGradientSaturates) { weight_gradient_saturates(f_); }
+#ifdef ZT_OPENMP
+TEST_P(LinearS8MicroTest, ThreadCountIndependent) { thread_count_independent(f_); }
+#endif
+
+INSTANTIATE_TEST_SUITE_P(LinearS8, LinearS8MicroTest, ::testing::Values(s8::Micro::kGeneric, s8::Micro::kVnni512),
+                         [](const auto& info) { return std::string(s8::micro_name(info.param)); });
+
+TEST(LinearS8MicroTest, BestIsAvailable) {
+  EXPECT_TRUE(s8::micro_available(s8::best_micro()));
+  EXPECT_TRUE(s8::micro_available(s8::Micro::kGeneric));
+}
+
+// ---- the reference against the naive loops -----------------------------------------------------
+
+TEST(LinearS8RefTest, MatchesNaiveLoops) {
+  std::uint64_t seed = 77;
+  for (int B : {1, 4, 17})
+    for (int N : {1, 5, 16, 33})
+      for (int K : {1, 7, 64, 129}) {
+        const auto x = random_s8(std::size_t(B) * K, seed), w = random_s8(std::size_t(N) * K, seed + 1),
+                   e = random_s8(std::size_t(B) * N, seed + 2, -128, 127);
+        seed += 3;
+        std::vector<std::int32_t> y(std::size_t(B) * N), dx(std::size_t(B) * K), g(std::size_t(N) * K);
+        linear_forward_s8_ref(B, N, K, x.data(), w.data(), y.data());
+        linear_backward_input_s8_ref(B, N, K, e.data(), w.data(), dx.data());
+        linear_backward_weights_s8_ref(B, N, K, e.data(), x.data(), g.data());
+        EXPECT_EQ(y, naive_forward(B, N, K, x, w)) << describe(B, N, K);
+        EXPECT_EQ(dx, naive_backward_input(B, N, K, e, w)) << describe(B, N, K);
+        EXPECT_EQ(g, naive_backward_weights(B, N, K, e, x)) << describe(B, N, K);
+      }
+  // A hand-checked value: x = [1, −2, 3], w = [[4, 5, −6]] → y = 4 − 10 − 18 = −24.
+  const std::int8_t x[] = {1, -2, 3}, w[] = {4, 5, -6};
+  std::int32_t y = 0;
+  linear_forward_s8_ref(1, 1, 3, x, w, &y);
+  EXPECT_EQ(y, -24);
+}
+
+}  // namespace
+}  // namespace zt::kernels
