@@ -44,7 +44,9 @@ run_ctest host || status=1
 
 if [[ "${host_only}" -eq 0 ]]; then
   echo "== aarch64 cross build, tests under qemu-aarch64 -cpu cortex-a53 =="
-  cmake --preset aarch64 -DZT_WERROR=ON >/dev/null
+  # The host binary lets the aarch64 tests check that int8 weights are bit-identical across
+  # architectures (tests/cli/same_weights.cmake).
+  cmake --preset aarch64 -DZT_WERROR=ON "-DZT_HOST_ZOTRAIN=${repo}/build/host/zotrain" >/dev/null
   cmake --build --preset aarch64 -j "${jobs}"
   run_ctest aarch64 || status=1
 fi

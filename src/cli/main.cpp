@@ -24,6 +24,11 @@ std::string methods_help() {
       "theta_C+1..theta_L by backprop. LeNet-5 has L = 5; named settings: zo-feat-cls1 = L-2,\n"
       "zo-feat-cls2 = L-1.\n";
   for (const auto& m : zt::train::methods()) s += std::string("  ") + m.name + "\n      " + m.summary + "\n";
+  s += "With model.precision = int8 every method trains an 8-bit network with integer arithmetic\n"
+       "(NITI): full_bp = integer backprop with b_bp-bit updates, full_zo = sparse uniform int8\n"
+       "perturbation (int8.r_max, int8.p_zero) with a sign gradient and b_zo-bit updates,\n"
+       "elastic_zo = ElasticZO-INT8. int8.sign = float compares dequantised losses (the paper's\n"
+       "INT8), integer keeps the whole step integer-only (INT8*). Batch size defaults to 256.\n";
   return s;
 }
 

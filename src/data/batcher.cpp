@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <utility>
 
 #include "zotrain/core/error.hpp"
@@ -61,6 +62,19 @@ int Batcher::fill(int index, float* x, std::uint8_t* labels) const {
     const std::uint8_t* src = set_.pixels.data() + s * per;
     float* dst = x + static_cast<std::size_t>(b) * per;
     for (std::size_t k = 0; k < per; ++k) dst[k] = lut[src[k]];
+    labels[b] = set_.labels[s];
+  }
+  return n;
+}
+
+int Batcher::fill_raw(int index, std::uint8_t* pixels, std::uint8_t* labels) const {
+  ZT_CHECK(index >= 0 && index < batches_per_epoch());
+  const int begin = index * batch_size_;
+  const int n = std::min(batch_size_, set_.count - begin);
+  const std::size_t per = static_cast<std::size_t>(set_.rows) * set_.cols;
+  for (int b = 0; b < n; ++b) {
+    const std::size_t s = static_cast<std::size_t>(order_[begin + b]);
+    std::memcpy(pixels + static_cast<std::size_t>(b) * per, set_.pixels.data() + s * per, per);
     labels[b] = set_.labels[s];
   }
   return n;

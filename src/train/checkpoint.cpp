@@ -16,7 +16,8 @@ namespace {
 std::size_t dtype_size(const std::string& dtype, const std::string& path) {
   if (dtype == "F32") return 4;
   if (dtype == "I8") return 1;
-  throw Error(path + ": unsupported tensor dtype '" + dtype + "' (expected F32 or I8)");
+  if (dtype == "I32") return 4;
+  throw Error(path + ": unsupported tensor dtype '" + dtype + "' (expected F32, I32 or I8)");
 }
 
 void write_all(int fd, const void* data, std::size_t n, const std::string& path) {

@@ -21,7 +21,7 @@
 #include "zotrain/telemetry/memory.hpp"
 #include "zotrain/telemetry/rss.hpp"
 #include "zotrain/train/checkpoint.hpp"
-#include "zotrain/train/fp32_trainer.hpp"
+#include "engine.hpp"
 
 #ifdef ZT_OPENMP
 #include <omp.h>
@@ -75,6 +75,9 @@ json paper_json(const telemetry::PaperMemory& m) {
             {"activations", m.activations}, {"errors", m.errors},
             {"optimizer_state", m.optimizer_state}, {"total", m.total}};
   if (m.int32_buffers) j["int32_buffers"] = m.int32_buffers;
+  json parts = json::object();
+  for (const auto& [name, bytes] : m.breakdown) parts[name] = bytes;
+  j["breakdown"] = parts;
   return j;
 }
 
@@ -88,10 +91,12 @@ std::string mib(std::size_t bytes) {
 struct EpochAcc {
   double loss_sum = 0, g_abs_sum = 0;
   std::int64_t correct = 0, samples = 0, steps = 0, clipped = 0;
+  std::int64_t sign_steps = 0, sign_agree = 0;  // int8 ZO: integer vs float sign
   PhaseTimes times;
   json to_json() const {
     return {{"loss_sum", loss_sum}, {"g_abs_sum", g_abs_sum}, {"correct", correct},
             {"samples", samples},   {"steps", steps},         {"clipped", clipped},
+            {"sign_steps", sign_steps}, {"sign_agree", sign_agree},
             {"phases", phases_json(times)}};
   }
   static EpochAcc from_json(const json& j) {
@@ -102,6 +107,8 @@ struct EpochAcc {
     a.samples = j.at("samples").get<std::int64_t>();
     a.steps = j.at("steps").get<std::int64_t>();
     a.clipped = j.at("clipped").get<std::int64_t>();
+    a.sign_steps = j.value("sign_steps", std::int64_t{0});
+    a.sign_agree = j.value("sign_agree", std::int64_t{0});
     a.times = phases_from_json(j.at("phases"));
     return a;
   }
@@ -116,72 +123,43 @@ struct Progress {
   EpochAcc acc;
 };
 
-std::vector<std::uint8_t> float_bytes(const float* p, std::size_t n) {
-  std::vector<std::uint8_t> b(n * sizeof(float));
-  std::memcpy(b.data(), p, b.size());
-  return b;
-}
-
-void save_checkpoint(const std::string& path, nn::Model& model, Fp32Trainer& trainer,
-                     const config::ExperimentConfig& cfg, int partition, const Progress& pr) {
+// FNV-1a (64 bit) over the parameter tensors (name, dtype, bytes; optimizer state excluded), in
+// name order: equal digests mean bit-identical weights (e.g. across machines and thread counts).
+std::string weights_digest(const Engine& engine) {
   TensorFile f;
-  for (nn::ParamTensor* p : model.params()) {
-    StoredTensor t{"F32", {}, float_bytes(p->data, p->size())};
-    for (int d : p->shape) t.shape.push_back(d);
-    f.tensors[p->name] = std::move(t);
+  engine.save(f);
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  auto eat = [&h](const std::uint8_t* p, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
+  };
+  for (const auto& [name, t] : f.tensors) {
+    if (name.starts_with("optimizer.")) continue;
+    eat(reinterpret_cast<const std::uint8_t*>(name.data()), name.size());
+    eat(reinterpret_cast<const std::uint8_t*>(t.dtype.data()), t.dtype.size());
+    eat(t.bytes.data(), t.bytes.size());
   }
-  if (trainer.adam_m() != nullptr) {
-    const auto n = static_cast<std::int64_t>(trainer.bp_params());
-    f.tensors["optimizer.adam.m"] = {"F32", {n}, float_bytes(trainer.adam_m(), trainer.bp_params())};
-    f.tensors["optimizer.adam.v"] = {"F32", {n}, float_bytes(trainer.adam_v(), trainer.bp_params())};
-  }
-  f.metadata = {{"format", kCheckpointFormat},
-                {"arch", cfg.model.arch},
-                {"precision", cfg.model.precision},
-                {"method", cfg.method.name},
-                {"partition", std::to_string(partition)},
-                {"epoch", std::to_string(pr.epoch)},
-                {"step_in_epoch", std::to_string(pr.step_in_epoch)},
-                {"global_step", std::to_string(pr.global_step)},
-                {"adam_t", std::to_string(trainer.adam_t())},
-                {"train_seconds", json(pr.train_seconds).dump()},
-                {"total_phases", phases_json(pr.total_times).dump()},
-                {"epoch_acc", pr.acc.to_json().dump()},
-                {"config", config::to_json_text(cfg)}};
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+void save_checkpoint(const std::string& path, const Engine& engine,
+                     const config::ExperimentConfig& cfg, const Progress& pr) {
+  TensorFile f;
+  engine.save(f);
+  f.metadata["format"] = kCheckpointFormat;
+  f.metadata["arch"] = cfg.model.arch;
+  f.metadata["precision"] = cfg.model.precision;
+  f.metadata["method"] = cfg.method.name;
+  f.metadata["partition"] = std::to_string(engine.partition());
+  f.metadata["epoch"] = std::to_string(pr.epoch);
+  f.metadata["step_in_epoch"] = std::to_string(pr.step_in_epoch);
+  f.metadata["global_step"] = std::to_string(pr.global_step);
+  f.metadata["train_seconds"] = json(pr.train_seconds).dump();
+  f.metadata["total_phases"] = phases_json(pr.total_times).dump();
+  f.metadata["epoch_acc"] = pr.acc.to_json().dump();
+  f.metadata["config"] = config::to_json_text(cfg);
   write_safetensors(path, f);
-}
-
-const std::string& meta(const TensorFile& f, const std::string& key, const std::string& path) {
-  auto it = f.metadata.find(key);
-  if (it == f.metadata.end()) throw Error(path + ": checkpoint metadata lacks '" + key + "'");
-  return it->second;
-}
-
-// Copies parameters by name from a checkpoint into the model. Every model parameter must be
-// present with the same shape.
-void load_params(const TensorFile& f, nn::Model& model, const std::string& path) {
-  for (nn::ParamTensor* p : model.params()) {
-    auto it = f.tensors.find(p->name);
-    if (it == f.tensors.end()) throw Error(path + ": checkpoint has no tensor '" + p->name + "'");
-    const StoredTensor& t = it->second;
-    std::vector<std::int64_t> shape(p->shape.begin(), p->shape.end());
-    if (t.dtype != "F32" || t.shape != shape)
-      throw Error(path + ": tensor '" + p->name + "' has dtype " + t.dtype +
-                  " and a shape that does not match the model (expected F32)");
-    std::memcpy(p->data, t.bytes.data(), t.bytes.size());
-  }
-}
-
-void load_adam(const TensorFile& f, Fp32Trainer& trainer, const std::string& path) {
-  if (trainer.adam_m() == nullptr) return;
-  for (const char* key : {"optimizer.adam.m", "optimizer.adam.v"}) {
-    auto it = f.tensors.find(key);
-    if (it == f.tensors.end() || it->second.bytes.size() != trainer.bp_params() * sizeof(float))
-      throw Error(path + ": checkpoint lacks a matching '" + std::string(key) + "' tensor");
-    float* dst = std::strcmp(key, "optimizer.adam.m") == 0 ? trainer.adam_m() : trainer.adam_v();
-    std::memcpy(dst, it->second.bytes.data(), it->second.bytes.size());
-  }
-  trainer.set_adam_t(std::stoll(meta(f, "adam_t", path)));
 }
 
 // Keeps the first `epochs` lines of metrics.jsonl (a resumed run rewrites what follows).
@@ -229,28 +207,6 @@ class ProgressBar {
   std::chrono::steady_clock::time_point last_{};
 };
 
-struct EvalResult {
-  double loss = 0, accuracy = 0;
-};
-
-EvalResult evaluate(Fp32Trainer& trainer, const data::ImageSet& test, int batch,
-                    data::Normalisation norm, std::vector<float>& x, std::vector<std::uint8_t>& y) {
-  data::Batcher b(test, batch, false, false, 0, norm);
-  b.start_epoch(0);
-  double loss = 0;
-  std::int64_t correct = 0, n_total = 0;
-  for (int i = 0; i < b.batches_per_epoch(); ++i) {
-    const int n = b.fill(i, x.data(), y.data());
-    const EvalStats e = trainer.evaluate(x.data(), y.data(), n);
-    loss += e.loss_sum;
-    correct += e.correct;
-    n_total += n;
-  }
-  if (n_total == 0) return {};
-  return {loss / static_cast<double>(n_total),
-          100.0 * static_cast<double>(correct) / static_cast<double>(n_total)};
-}
-
 void print_tables(const PhaseTimes& t, double epochs_run, const telemetry::PaperMemory& paper,
                   std::size_t planned, std::uint64_t rss) {
   const double total = t.total();
@@ -273,21 +229,15 @@ void print_tables(const PhaseTimes& t, double epochs_run, const telemetry::Paper
                 static_cast<unsigned long long>(rss), mib(rss).c_str());
 }
 
-void print_plan(const std::string& name, nn::Model& model, int partition,
-                const Fp32Trainer& trainer, const telemetry::PaperMemory& paper,
-                std::size_t planned) {
+void print_plan(const std::string& name, const Engine& engine,
+                const telemetry::PaperMemory& paper, std::size_t planned) {
   std::printf("plan for '%s':\n", name.c_str());
-  const int seg = model.bp_segment_start(partition);
-  for (int i = 0; i < model.size(); ++i) {
-    nn::Layer& l = model.layer(i);
-    std::size_t np = 0;
-    for (auto* p : l.params()) np += p->size();
-    std::printf("  %-6s %-10s out %-12s params %7zu  %s\n", l.name().c_str(), l.kind(),
-                model.output_shape(i).str().c_str(), np, np == 0 ? "" : (i < seg ? "ZO" : "BP"));
-  }
+  for (const LayerRow& r : engine.layers())
+    std::printf("  %-6s %-17s out %-12s params %7zu  %s\n", r.name.c_str(), r.kind.c_str(),
+                r.shape.c_str(), r.params, r.params == 0 ? "" : (r.zo ? "ZO" : "BP"));
   std::printf("  planned buffers:\n");
-  for (const auto& e : trainer.arena().entries())
-    std::printf("    %-28s %12zu bytes\n", e.name.c_str(), e.floats * 4);
+  for (const auto& [buf, bytes] : engine.planned_buffers())
+    std::printf("    %-28s %12zu bytes\n", buf.c_str(), bytes);
   print_tables(PhaseTimes{}, 0, paper, planned, 0);
 }
 
@@ -307,42 +257,30 @@ int run_experiment(const RunRequest& req) {
   const int threads = resolve_threads(cfg.train.threads);
 
   // ---- everything that can fail on bad input happens before the output directory exists ----
-  if (cfg.model.precision != "fp32")
-    throw Error("model.precision: '" + cfg.model.precision + "' is not supported yet (expected fp32)");
-  auto model = nn::make_model(cfg.model.arch, kernels::best_isa());
-  const int L = model->num_parametric();
-  const int C = config::resolve_partition(cfg.method, L);
+  const int batch = static_cast<int>(config::resolve_batch_size(cfg));
+  // Building the engine validates the architecture and the partition against the model.
+  std::unique_ptr<Engine> engine = cfg.model.precision == "int8"
+                                       ? make_int8_engine(cfg, batch, threads)
+                                       : make_fp32_engine(cfg, batch, threads);
+  const int L = engine->num_parametric();
+  const int C = engine->partition();
   const std::string root = config::resolve_path(cfg, cfg.data.root);
   const data::ImageDataset ds = data::load_image_dataset(
       root, static_cast<int>(cfg.data.train_limit), static_cast<int>(cfg.data.test_limit));
-  const int batch = static_cast<int>(cfg.train.batch_size);
   if (ds.train.count < batch)
     throw Error("train.batch_size: " + std::to_string(batch) + " exceeds the " +
                 std::to_string(ds.train.count) + " training images in " + root);
-  if (static_cast<std::size_t>(ds.train.rows * ds.train.cols) != model->input_floats())
-    throw Error(root + ": images are " + std::to_string(ds.train.rows) + "x" +
-                std::to_string(ds.train.cols) + ", the model expects " + model->input_shape().str());
   const data::Normalisation norm = data::normalisation_for(cfg.data.dataset);
+  {
+    auto probe = nn::make_model(cfg.model.arch, kernels::Isa::kReference);
+    if (static_cast<std::size_t>(ds.train.rows * ds.train.cols) != probe->input_floats())
+      throw Error(root + ": images are " + std::to_string(ds.train.rows) + "x" +
+                  std::to_string(ds.train.cols) + ", the model expects " +
+                  probe->input_shape().str());
+  }
 
-  Fp32TrainerOptions topt;
-  topt.partition = C;
-  topt.batch_size = batch;
-  topt.eps = static_cast<float>(cfg.zo.eps);
-  topt.grad_clip = static_cast<float>(cfg.zo.grad_clip);
-  topt.optimizer = cfg.optimizer.name == "adam" ? OptimizerKind::kAdam : OptimizerKind::kSgd;
-  topt.bp_activations =
-      cfg.method.bp_activations == "average" ? BpActivations::kAverage : BpActivations::kMinus;
-  const LearningRates lrs =
-      resolve_learning_rates(cfg.optimizer.lr, cfg.optimizer.bp_lr, topt.optimizer);
-  model->init(cfg.seed);
-  Fp32Trainer trainer(*model, topt);
-
-  const auto paper = telemetry::paper_memory(model->footprint(), batch, C,
-                                             topt.optimizer == OptimizerKind::kAdam && C < L,
-                                             telemetry::Precision::kFp32);
-  // Training-time working set of the tool: the trainer's plan plus the batch buffer.
-  const std::size_t batch_bytes = model->input_floats() * static_cast<std::size_t>(batch) * 4 + batch;
-  const std::size_t planned = trainer.planned_bytes() + batch_bytes;
+  const auto paper = engine->paper_memory();
+  const std::size_t planned = engine->planned_bytes();
   const std::size_t dataset_bytes = ds.train.pixels.size() + ds.train.labels.size() +
                                     ds.test.pixels.size() + ds.test.labels.size();
 
@@ -352,11 +290,11 @@ int run_experiment(const RunRequest& req) {
   if (req.resume) {
     if (!fs::exists(ckpt_path)) throw Error(ckpt_path + ": no checkpoint to resume from");
     resume_file = read_safetensors(ckpt_path);
-    if (meta(resume_file, "format", ckpt_path) != kCheckpointFormat)
+    if (checkpoint_meta(resume_file, "format", ckpt_path) != kCheckpointFormat)
       throw Error(ckpt_path + ": unknown checkpoint format");
-    if (meta(resume_file, "arch", ckpt_path) != cfg.model.arch ||
-        meta(resume_file, "precision", ckpt_path) != cfg.model.precision ||
-        meta(resume_file, "partition", ckpt_path) != std::to_string(C))
+    if (checkpoint_meta(resume_file, "arch", ckpt_path) != cfg.model.arch ||
+        checkpoint_meta(resume_file, "precision", ckpt_path) != cfg.model.precision ||
+        checkpoint_meta(resume_file, "partition", ckpt_path) != std::to_string(C))
       throw Error(ckpt_path + ": checkpoint was written for a different model or partition");
   }
   TensorFile init_file;
@@ -367,27 +305,27 @@ int run_experiment(const RunRequest& req) {
                {"method", cfg.method.name},
                {"partition", C},
                {"layers", L},
-               {"params", {{"total", model->num_params()},
-                           {"zo", trainer.zo_params()},
-                           {"bp", trainer.bp_params()}}},
+               {"params", {{"total", engine->params_total()},
+                           {"zo", engine->params_zo()},
+                           {"bp", engine->params_bp()}}},
                {"memory", {{"paper", paper_json(paper)},
                            {"planned_bytes", planned},
                            {"dataset_bytes", dataset_bytes}}},
-               {"learning_rates", {{"zo", lrs.zo}, {"bp", lrs.bp}}},
                {"batch_size", batch},
                {"threads", threads},
-               {"forward_macs_per_sample", model->forward_macs_per_sample()}};
+               {"forward_macs_per_sample", engine->forward_macs_per_sample()}};
+  plan.update(engine->hyperparameters());
   json buffers = json::array();
-  for (const auto& e : trainer.arena().entries())
-    buffers.push_back({{"name", e.name}, {"bytes", e.floats * 4}});
+  for (const auto& [name, bytes] : engine->planned_buffers())
+    buffers.push_back({{"name", name}, {"bytes", bytes}});
   plan["memory"]["planned_buffers"] = buffers;
 
   spdlog::info("{}: {} {} on {} ({} train / {} test images), C = {} of {} ({} ZO + {} BP params)",
                cfg.name, cfg.method.name, cfg.model.arch, cfg.data.dataset, ds.train.count,
-               ds.test.count, C, L, trainer.zo_params(), trainer.bp_params());
+               ds.test.count, C, L, engine->params_zo(), engine->params_bp());
 
   if (req.dry_run) {
-    if (!req.quiet) print_plan(cfg.name, *model, C, trainer, paper, planned);
+    if (!req.quiet) print_plan(cfg.name, *engine, paper, planned);
     fs::create_directories(out);
     plan["dry_run"] = true;
     write_file_atomic(out + "/summary.json", plan.dump(2) + "\n");
@@ -404,20 +342,19 @@ int run_experiment(const RunRequest& req) {
   const std::string metrics_path = out + "/metrics.jsonl";
   Progress pr;
   if (req.resume) {
-    load_params(resume_file, *model, ckpt_path);
-    load_adam(resume_file, trainer, ckpt_path);
-    pr.epoch = std::stoll(meta(resume_file, "epoch", ckpt_path));
-    pr.step_in_epoch = std::stoll(meta(resume_file, "step_in_epoch", ckpt_path));
-    pr.global_step = std::stoll(meta(resume_file, "global_step", ckpt_path));
-    pr.train_seconds = json::parse(meta(resume_file, "train_seconds", ckpt_path)).get<double>();
-    pr.total_times = phases_from_json(json::parse(meta(resume_file, "total_phases", ckpt_path)));
-    pr.acc = EpochAcc::from_json(json::parse(meta(resume_file, "epoch_acc", ckpt_path)));
+    engine->load(resume_file, ckpt_path);
+    pr.epoch = std::stoll(checkpoint_meta(resume_file, "epoch", ckpt_path));
+    pr.step_in_epoch = std::stoll(checkpoint_meta(resume_file, "step_in_epoch", ckpt_path));
+    pr.global_step = std::stoll(checkpoint_meta(resume_file, "global_step", ckpt_path));
+    pr.train_seconds = json::parse(checkpoint_meta(resume_file, "train_seconds", ckpt_path)).get<double>();
+    pr.total_times = phases_from_json(json::parse(checkpoint_meta(resume_file, "total_phases", ckpt_path)));
+    pr.acc = EpochAcc::from_json(json::parse(checkpoint_meta(resume_file, "epoch_acc", ckpt_path)));
     truncate_metrics(metrics_path, pr.epoch);
     spdlog::info("resuming {} at epoch {}, step {} (global step {})", out, pr.epoch + 1,
                  pr.step_in_epoch, pr.global_step);
   } else {
     if (!req.init_from.empty()) {
-      load_params(init_file, *model, req.init_from);
+      engine->init_from(init_file, req.init_from);
       spdlog::info("initialised parameters from {}", req.init_from);
     }
     std::error_code ec;
@@ -428,8 +365,7 @@ int run_experiment(const RunRequest& req) {
   // The effective config, with the data directory made absolute so `--resume DIR` finds it.
   config::ExperimentConfig effective = cfg;
   effective.data.root = fs::absolute(root).lexically_normal().string();
-  effective.optimizer.lr = lrs.zo;
-  effective.optimizer.bp_lr = lrs.bp;
+  engine->write_effective(effective);
   write_file_atomic(out + "/config.json", config::to_json_text(effective));
 
   g_interrupted.store(false);
@@ -437,8 +373,6 @@ int run_experiment(const RunRequest& req) {
 
   const std::uint64_t data_seed = mix64(cfg.seed ^ 0xda7a5eedULL);
   data::Batcher batcher(ds.train, batch, true, true, data_seed, norm);
-  std::vector<float> x(model->input_floats() * static_cast<std::size_t>(batch));
-  std::vector<std::uint8_t> y(static_cast<std::size_t>(batch));
   ProgressBar bar(req.progress_bar);
   const std::int64_t epochs = cfg.train.epochs;
   const std::int64_t max_steps = cfg.train.max_steps;
@@ -446,10 +380,7 @@ int run_experiment(const RunRequest& req) {
   EvalResult last_eval{-1, -1};
 
   for (; pr.epoch < epochs; ++pr.epoch) {
-    const double lr = decayed_lr(lrs.zo, cfg.optimizer.decay.factor,
-                                 cfg.optimizer.decay.every_epochs, pr.epoch);
-    const double bp_lr = decayed_lr(lrs.bp, cfg.optimizer.decay.factor,
-                                    cfg.optimizer.decay.every_epochs, pr.epoch);
+    const json hyper = engine->begin_epoch(pr.epoch);
     batcher.start_epoch(static_cast<int>(pr.epoch));
     const std::int64_t steps = batcher.batches_per_epoch();
     const auto epoch_start = std::chrono::steady_clock::now();
@@ -462,17 +393,16 @@ int run_experiment(const RunRequest& req) {
         stopped_early = true;
         break;
       }
-      int n;
-      {
-        ScopedPhase t(pr.acc.times, Phase::kData);
-        n = batcher.fill(static_cast<int>(pr.step_in_epoch), x.data(), y.data());
-      }
       const std::uint64_t step_seed = mix64(cfg.seed ^ mix64(0x5eed0000ULL + static_cast<std::uint64_t>(pr.global_step)));
-      const StepStats st = trainer.step(x.data(), y.data(), n, step_seed, static_cast<float>(lr),
-                                        static_cast<float>(bp_lr), pr.acc.times);
-      pr.acc.loss_sum += st.loss * n;
+      const EngineStep st =
+          engine->step(batcher, static_cast<int>(pr.step_in_epoch), step_seed, pr.acc.times);
+      pr.acc.loss_sum += st.loss * st.n;
       pr.acc.correct += st.correct;
-      pr.acc.samples += n;
+      pr.acc.samples += st.n;
+      if (st.sign_agree >= 0) {
+        ++pr.acc.sign_steps;
+        pr.acc.sign_agree += st.sign_agree;
+      }
       pr.acc.g_abs_sum += std::abs(st.g);
       pr.acc.clipped += st.clipped ? 1 : 0;
       ++pr.acc.steps;
@@ -490,7 +420,7 @@ int run_experiment(const RunRequest& req) {
     EvalResult ev{-1, -1};
     if (last || (cfg.train.eval_every > 0 && (pr.epoch + 1) % cfg.train.eval_every == 0)) {
       ScopedPhase t(pr.acc.times, Phase::kEval);
-      ev = evaluate(trainer, ds.test, batch, norm, x, y);
+      ev = engine->evaluate(ds.test);
       last_eval = ev;
     }
     const double epoch_seconds = pr.acc.times.total();
@@ -501,19 +431,23 @@ int run_experiment(const RunRequest& req) {
                 {"train_accuracy", pr.acc.samples ? 100.0 * static_cast<double>(pr.acc.correct) / static_cast<double>(pr.acc.samples) : 0.0},
                 {"test_loss", ev.loss >= 0 ? json(ev.loss) : json(nullptr)},
                 {"test_accuracy", ev.accuracy >= 0 ? json(ev.accuracy) : json(nullptr)},
-                {"lr", lr},
-                {"bp_lr", bp_lr},
                 {"g_abs_mean", pr.acc.steps ? pr.acc.g_abs_sum / static_cast<double>(pr.acc.steps) : 0.0},
                 {"clip_fraction", pr.acc.steps ? static_cast<double>(pr.acc.clipped) / static_cast<double>(pr.acc.steps) : 0.0},
                 {"epoch_seconds", epoch_seconds},
                 {"phases", phases_json(pr.acc.times)}};
+    rec.update(hyper);
+    if (pr.acc.sign_steps > 0)
+      rec["sign_agreement"] = static_cast<double>(pr.acc.sign_agree) / static_cast<double>(pr.acc.sign_steps);
     append_line(metrics_path, rec.dump());
+    const std::string agree =
+        pr.acc.sign_steps > 0 ? fmt::format(", sign agreement {:.1f}%", 100.0 * static_cast<double>(pr.acc.sign_agree) / static_cast<double>(pr.acc.sign_steps))
+                              : std::string();
     if (ev.accuracy >= 0)
-      spdlog::info("epoch {}/{}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}%, {:.2f}s",
-                   pr.epoch + 1, epochs, train_loss, ev.loss, ev.accuracy, epoch_seconds);
+      spdlog::info("epoch {}/{}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}%{}, {:.2f}s",
+                   pr.epoch + 1, epochs, train_loss, ev.loss, ev.accuracy, agree, epoch_seconds);
     else
-      spdlog::info("epoch {}/{}: train loss {:.4f}, {:.2f}s", pr.epoch + 1, epochs, train_loss,
-                   epoch_seconds);
+      spdlog::info("epoch {}/{}: train loss {:.4f}{}, {:.2f}s", pr.epoch + 1, epochs, train_loss,
+                   agree, epoch_seconds);
     if (stopped_early) break;  // train.max_steps inside an epoch: checkpoint the exact position
     pr.total_times += pr.acc.times;
     pr.train_seconds += epoch_seconds;
@@ -523,21 +457,21 @@ int run_experiment(const RunRequest& req) {
         pr.epoch + 1 < epochs) {
       Progress next = pr;
       ++next.epoch;
-      save_checkpoint(ckpt_path, *model, trainer, cfg, C, next);
+      save_checkpoint(ckpt_path, *engine, cfg, next);
     }
   }
   std::signal(SIGINT, previous_handler);
 
   if (interrupted) {
-    save_checkpoint(ckpt_path, *model, trainer, cfg, C, pr);
+    save_checkpoint(ckpt_path, *engine, cfg, pr);
     spdlog::warn("interrupted: checkpoint saved to {} (continue with --resume {})", ckpt_path, out);
     return 130;
   }
-  save_checkpoint(ckpt_path, *model, trainer, cfg, C, pr);
+  save_checkpoint(ckpt_path, *engine, cfg, pr);
   if (last_eval.accuracy < 0) {  // e.g. resuming a finished run: report the final accuracy
     PhaseTimes eval_times;
     ScopedPhase t(eval_times, Phase::kEval);
-    last_eval = evaluate(trainer, ds.test, batch, norm, x, y);
+    last_eval = engine->evaluate(ds.test);
   }
 
   const std::uint64_t rss = telemetry::peak_rss_bytes();
@@ -566,6 +500,7 @@ int run_experiment(const RunRequest& req) {
   }
   summary["phases"] = ph;
   summary["memory"]["peak_rss_bytes"] = rss;
+  summary["weights_digest"] = weights_digest(*engine);
   write_file_atomic(out + "/summary.json", summary.dump(2) + "\n");
 
   if (req.quiet) return 0;

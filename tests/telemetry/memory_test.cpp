@@ -1,6 +1,7 @@
 // The paper's memory figures (SPEC section 7) computed from LeNet-5's layer shapes.
 #include <gtest/gtest.h>
 
+#include "zotrain/nn/int8_setup.hpp"
 #include "zotrain/nn/lenet5.hpp"
 #include "zotrain/telemetry/memory.hpp"
 
@@ -9,12 +10,9 @@ namespace {
 
 std::vector<LayerFootprint> lenet(Precision p) {
   auto model = nn::make_lenet5(kernels::Isa::kReference);
-  auto fp = model->footprint();
-  if (p == Precision::kInt8)  // NITI's LeNet-5 has no biases: drop each layer's bias tensor
-    for (int i = 0; i < model->size(); ++i)
-      for (nn::ParamTensor* t : model->layer(i).params())
-        if (t->name.ends_with(".bias")) fp[static_cast<std::size_t>(i)].params -= t->size();
-  return fp;
+  if (p == Precision::kInt8)  // the int8 network zotrain trains (NITI: no biases)
+    return nn::int8_footprint(*nn::make_int8_net(*model, kernels::Isa::kReference));
+  return model->footprint();
 }
 
 std::size_t total(Precision p, int batch, int c, bool adam = false) {
@@ -50,6 +48,16 @@ TEST(PaperMemory, Int8LeNet5) {
   EXPECT_EQ(total(P, 256, 4) - total(P, 256, 5), 6760u);
   EXPECT_EQ(total(P, 32, 3) - total(P, 32, 5), 71048u);
   EXPECT_EQ(total(P, 256, 3) - total(P, 256, 5), 186184u);
+}
+
+TEST(PaperMemory, Int8BreakdownNamesTheInt32Buffers) {
+  const auto m = paper_memory(lenet(Precision::kInt8), 32, 3, false, Precision::kInt8);
+  std::size_t int32 = 0;
+  for (const auto& [name, bytes] : m.breakdown)
+    if (name.ends_with("_int32")) int32 += bytes;
+  EXPECT_EQ(int32, m.int32_buffers);
+  EXPECT_GT(m.int32_buffers, 0u);
+  EXPECT_EQ(m.params, 107550u);  // int8 weights, 1 byte each
 }
 
 TEST(PaperMemory, ErrorsOfTheBackpropSegment) {

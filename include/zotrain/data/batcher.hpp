@@ -29,6 +29,8 @@ class Batcher {
   // Fills x [n, 1, rows, cols] and labels [n] for batch `index` of the current epoch; returns
   // n (batch_size, or fewer for the last batch when !drop_last). x and labels hold batch_size.
   int fill(int index, float* x, std::uint8_t* labels) const;
+  // The same batch as raw pixels [n, rows·cols] (uint8, no normalisation; int8 training).
+  int fill_raw(int index, std::uint8_t* pixels, std::uint8_t* labels) const;
   int sample_floats() const { return set_.rows * set_.cols; }
 
  private:

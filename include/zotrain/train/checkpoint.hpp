@@ -13,7 +13,7 @@
 namespace zt::train {
 
 struct StoredTensor {
-  std::string dtype;                 // "F32" or "I8"
+  std::string dtype;                 // "F32", "I32" or "I8"
   std::vector<std::int64_t> shape;
   std::vector<std::uint8_t> bytes;   // little-endian raw data
 };

@@ -1,0 +1,93 @@
+// An int8 network for NITI training (SPEC section 5): the layer sequence of an FP32 model
+// without biases, int8 weights in one contiguous storage (θ_1..θ_L in order, so a ZO range is
+// one span), one power-of-two exponent per weight tensor (real value = v · 2^e, never changed
+// by training). Activations are int8 tensors with one exponent for the whole batch.
+//
+// This header and src/nn/int8_net.cpp are integer-only: the aarch64 test build compiles them
+// with -mgeneral-regs-only. Construction from an FP32 model, NITI initialisation and the
+// paper's footprint live in src/nn/int8_setup.cpp (floating point allowed there).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "zotrain/core/shape.hpp"
+#include "zotrain/kernels/conv2d_s8.hpp"
+#include "zotrain/kernels/isa.hpp"
+#include "zotrain/kernels/linear_s8.hpp"
+#include "zotrain/kernels/quant.hpp"
+
+namespace zt::nn {
+
+enum class Int8Op { kConv, kLinear, kRelu, kMaxPool };
+
+struct Int8Layer {
+  std::string name;
+  Int8Op op = Int8Op::kRelu;
+  Shape in, out;                    // per sample
+  kernels::Conv2dShape conv;        // kConv geometry (its batch field is set per call)
+  std::vector<int> weight_shape;    // parametric layers: [O, C, k, k] or [N, K]
+  std::size_t weight_offset = 0, weight_count = 0;
+  int exponent = 0;                 // e_W
+  bool parametric() const { return weight_count > 0; }
+  bool matmul() const { return op == Int8Op::kConv || op == Int8Op::kLinear; }
+};
+
+class Int8Net {
+ public:
+  // Lays out the weights (zero) of `layers` in order; kernels are selected once for `isa`.
+  Int8Net(std::string arch, Shape input, std::vector<Int8Layer> layers, kernels::Isa isa);
+
+  const std::string& arch() const { return arch_; }
+  int size() const { return static_cast<int>(layers_.size()); }
+  const Int8Layer& layer(int i) const { return layers_[static_cast<std::size_t>(i)]; }
+  Int8Layer& layer(int i) { return layers_[static_cast<std::size_t>(i)]; }
+  const Shape& input_shape() const { return input_; }
+  int num_classes() const { return static_cast<int>(layers_.back().out.numel()); }
+
+  int num_parametric() const { return static_cast<int>(parametric_.size()); }
+  int parametric_layer(int p) const { return parametric_[static_cast<std::size_t>(p)]; }
+  int bp_segment_start(int partition) const;  // layer index of θ_{C+1} (size() when C = L)
+  std::size_t num_weights() const { return weights_.size(); }
+  std::size_t num_weights_of_range(int p_begin, int p_end) const;  // θ_{p_begin+1..p_end}
+  std::int8_t* weights() { return weights_.data(); }
+  const std::int8_t* weights() const { return weights_.data(); }
+  std::int8_t* weights_of(int i) { return weights_.data() + layer(i).weight_offset; }
+
+  // Work space of layer i for a batch of B: int32 elements of its product (matmul layers:
+  // forward output, backward input error; 0 otherwise) and kernel scratch bytes.
+  std::size_t acc_elems(int i, int batch) const;
+  std::size_t scratch_bytes(int i, int batch, int threads) const;
+  std::size_t max_weight_count() const;
+
+  // Forward of layer i on a batch: x [B, in] with exponent ex → y [B, out]; returns y's
+  // exponent. Matmul layers go through acc [B, out] int32 and requantise (SPEC 5.1).
+  int forward(int i, int batch, const std::int8_t* x, int ex, std::int8_t* y, std::int32_t* acc,
+              void* scratch) const;
+  // Backward of layer i: e_out [B, out] → e_in [B, in] (skipped when e_in is null; matmul
+  // layers via acc [B, in] int32 and RoundShift requantisation, with the pre-update weights),
+  // then, for a parametric layer, G = Σ e_out ⊗ x in grad [weight_count] int32 and the b_bp-bit
+  // update of its weights (SPEC 5.5). x is the layer's forward input.
+  void backward(int i, int batch, const std::int8_t* x, const std::int8_t* e_out,
+                std::int8_t* e_in, std::int32_t* acc, std::int32_t* grad, int b_bp,
+                void* scratch);
+
+ private:
+  std::string arch_;
+  Shape input_;
+  std::vector<Int8Layer> layers_;
+  std::vector<int> parametric_;
+  std::vector<std::int8_t> weights_;
+  kernels::LinearForwardS8Fn linear_fwd_;
+  kernels::LinearBackwardInputS8Fn linear_bwd_in_;
+  kernels::LinearBackwardWeightsS8Fn linear_bwd_w_;
+  kernels::Conv2dForwardS8Fn conv_fwd_;
+  kernels::Conv2dBackwardInputS8Fn conv_bwd_in_;
+  kernels::Conv2dBackwardWeightsS8Fn conv_bwd_w_;
+  kernels::RequantizeS32S8Fn requantize_;
+  kernels::UpdateWeightsS8Fn update_;
+};
+
+}  // namespace zt::nn

@@ -1,0 +1,97 @@
+// Int8 training of an Int8Net by integer arithmetic only (SPEC sections 5–6): NITI backprop
+// (C = 0), int8 Full ZO (C = L) and ElasticZO-INT8 (0 < C < L, Algorithm 2).
+//
+// A step is two calls so that the ZO gradient sign can come from either side:
+//   forward_passes()  — ZO: θ_{1..C} += z, forward (+ logits), θ −= 2z, forward (− logits);
+//                       C = 0: one forward. z is sparse uniform int8, regenerated from the seed.
+//   sign: integer_sign() (INT8*, Eqs. 9–12, integer only) or a float comparison of the two
+//         losses made by the caller (the paper's INT8 variant; see int8_float.hpp).
+//   finish(g)         — ZO update merged with the restore (θ += z, θ −= PstoShift(g·z)), then
+//                       backprop of layers C+1..L from the integer loss error of the − pass.
+// This header and src/train/int8_trainer.cpp are integer-only (the aarch64 test build compiles
+// them with -mgeneral-regs-only); phase times are kept as integer nanoseconds.
+//
+// Buffers are planned once (Arena) for the batch size: layers before the backprop segment
+// write into two ping-pong buffers; the segment's input and every output from there on are
+// kept; one int32 accumulator, one int32 gradient and two int8 error buffers are shared by all
+// layers (each layer requantises or updates before the next one runs).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "zotrain/core/arena.hpp"
+#include "zotrain/kernels/perturb_s8.hpp"
+#include "zotrain/nn/int8_net.hpp"
+#include "zotrain/telemetry/phases.hpp"
+
+namespace zt::train {
+
+struct Int8TrainerOptions {
+  int partition = 0;   // C in [0, L]
+  int batch_size = 256;
+  int threads = 1;     // OpenMP threads the kernels may use (scratch is sized for them)
+  kernels::Isa isa = kernels::best_isa();
+};
+
+// Per-epoch integer hyperparameters (SPEC 6; the caller converts p_zero to the threshold).
+struct Int8Hyper {
+  int r_max = 3;
+  std::uint64_t zero_threshold = 0;  // p_zero · 2^32
+  int b_zo = 1;
+  int b_bp = 5;
+};
+
+struct Int8Logits {
+  const std::int8_t* values = nullptr;  // [n, classes]
+  int exponent = 0;
+};
+
+class Int8Trainer {
+ public:
+  Int8Trainer(nn::Int8Net& net, const Int8TrainerOptions& options);
+
+  // pixels [n, input] uint8 (quantised here: p >> 1, exponent −7), n ≤ batch_size.
+  void forward_passes(const std::uint8_t* pixels, int n, std::uint64_t step_seed,
+                      const Int8Hyper& h);
+  Int8Logits logits_plus() const { return {plus_logits_, plus_exp_}; }    // ZO only
+  Int8Logits logits_minus() const { return {last_logits(), last_exp_}; }  // the last pass
+  int integer_sign(const std::uint8_t* labels) const;  // −1, 0, +1 (ZO only)
+  void finish(const std::uint8_t* labels, int g, std::uint64_t step_seed, const Int8Hyper& h);
+
+  // Forward at the current weights (evaluation).
+  Int8Logits infer(const std::uint8_t* pixels, int n);
+
+  const Int8TrainerOptions& options() const { return opt_; }
+  int segment_start() const { return seg_; }
+  std::size_t zo_weights() const { return zo_weights_; }
+  std::size_t bp_weights() const { return net_.num_weights() - zo_weights_; }
+  const Arena& arena() const { return arena_; }
+  std::size_t planned_bytes() const { return arena_.planned_bytes() + net_.num_weights(); }
+  // Wall time per phase (telemetry::Phase order) since the last take_phase_ns(), in ns.
+  std::array<std::int64_t, telemetry::kNumPhases> take_phase_ns();
+
+ private:
+  void forward(int n);  // from input_ through all layers; sets last_exp_
+  const std::int8_t* last_logits() const { return act(net_.size() - 1); }
+  const std::int8_t* act(int i) const;  // output of layer i (i = −1: the quantised input)
+  std::int8_t* act(int i);
+
+  nn::Int8Net& net_;
+  Int8TrainerOptions opt_;
+  int seg_ = 0, keep_from_ = 0, n_ = 0;
+  std::size_t zo_weights_ = 0;
+  Arena arena_;
+  std::vector<int> h_kept_;  // per layer: handle of its kept output, −1 = ping-pong
+  int h_input_ = -1, h_pingpong_[2] = {-1, -1}, h_acc_ = -1, h_grad_ = -1, h_err_[2] = {-1, -1},
+      h_scratch_ = -1, h_plus_ = -1;
+  std::int8_t* plus_logits_ = nullptr;
+  int plus_exp_ = 0, last_exp_ = 0;
+  std::array<std::int64_t, telemetry::kNumPhases> ns_{};
+  kernels::PerturbS8Fn perturb_;
+  kernels::ZoUpdateS8Fn zo_update_;
+};
+
+}  // namespace zt::train

@@ -1,0 +1,137 @@
+// Integer-only (compiled with -mgeneral-regs-only in the aarch64 check build).
+#include "zotrain/nn/int8_net.hpp"
+
+#include <algorithm>
+
+#include "zotrain/core/error.hpp"
+#include "zotrain/kernels/elementwise_s8.hpp"
+
+namespace zt::nn {
+
+Int8Net::Int8Net(std::string arch, Shape input, std::vector<Int8Layer> layers, kernels::Isa isa)
+    : arch_(std::move(arch)), input_(std::move(input)), layers_(std::move(layers)) {
+  ZT_CHECK(!layers_.empty());
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    Int8Layer& l = layers_[i];
+    if (l.weight_shape.empty()) continue;
+    std::size_t n = 1;
+    for (int d : l.weight_shape) n *= static_cast<std::size_t>(d);
+    l.weight_offset = offset;
+    l.weight_count = n;
+    offset += n;
+    parametric_.push_back(static_cast<int>(i));
+  }
+  // The ZO perturbation indexes weights with 32-bit counters.
+  ZT_CHECK(offset < (std::size_t{1} << 32));
+  weights_.assign(offset, 0);
+  linear_fwd_ = kernels::select_linear_forward_s8(isa);
+  linear_bwd_in_ = kernels::select_linear_backward_input_s8(isa);
+  linear_bwd_w_ = kernels::select_linear_backward_weights_s8(isa);
+  conv_fwd_ = kernels::select_conv2d_forward_s8(isa);
+  conv_bwd_in_ = kernels::select_conv2d_backward_input_s8(isa);
+  conv_bwd_w_ = kernels::select_conv2d_backward_weights_s8(isa);
+  requantize_ = kernels::select_requantize_s32_s8(isa);
+  update_ = kernels::select_update_weights_s8(isa);
+}
+
+int Int8Net::bp_segment_start(int partition) const {
+  ZT_CHECK(partition >= 0 && partition <= num_parametric());
+  return partition == num_parametric() ? size() : parametric_layer(partition);
+}
+
+std::size_t Int8Net::num_weights_of_range(int p_begin, int p_end) const {
+  std::size_t n = 0;
+  for (int p = p_begin; p < p_end; ++p) n += layer(parametric_layer(p)).weight_count;
+  return n;
+}
+
+std::size_t Int8Net::acc_elems(int i, int batch) const {
+  const Int8Layer& l = layer(i);
+  if (!l.matmul()) return 0;
+  return static_cast<std::size_t>(batch) * std::max(l.in.numel(), l.out.numel());
+}
+
+std::size_t Int8Net::scratch_bytes(int i, int batch, int threads) const {
+  const Int8Layer& l = layer(i);
+  if (l.op != Int8Op::kConv) return 0;
+  kernels::Conv2dShape s = l.conv;
+  s.batch = batch;
+  return kernels::conv2d_s8_scratch_bytes(s, threads);
+}
+
+std::size_t Int8Net::max_weight_count() const {
+  std::size_t m = 0;
+  for (const Int8Layer& l : layers_) m = std::max(m, l.weight_count);
+  return m;
+}
+
+int Int8Net::forward(int i, int batch, const std::int8_t* x, int ex, std::int8_t* y,
+                     std::int32_t* acc, void* scratch) const {
+  const Int8Layer& l = layer(i);
+  const std::size_t out_n = static_cast<std::size_t>(batch) * l.out.numel();
+  const std::int8_t* w = weights_.data() + l.weight_offset;
+  switch (l.op) {
+    case Int8Op::kConv: {
+      kernels::Conv2dShape s = l.conv;
+      s.batch = batch;
+      conv_fwd_(s, x, w, acc, scratch);
+      return ex + l.exponent + requantize_(acc, out_n, y);
+    }
+    case Int8Op::kLinear:
+      linear_fwd_(batch, static_cast<int>(l.out.numel()), static_cast<int>(l.in.numel()), x, w,
+                  acc);
+      return ex + l.exponent + requantize_(acc, out_n, y);
+    case Int8Op::kRelu:
+      kernels::relu_forward_s8(out_n, x, y);
+      return ex;
+    case Int8Op::kMaxPool: {
+      const auto& d = l.in.dims;
+      kernels::maxpool2x2_forward_s8(batch * d[0], d[1], d[2], x, y);
+      return ex;
+    }
+  }
+  return ex;
+}
+
+void Int8Net::backward(int i, int batch, const std::int8_t* x, const std::int8_t* e_out,
+                       std::int8_t* e_in, std::int32_t* acc, std::int32_t* grad, int b_bp,
+                       void* scratch) {
+  const Int8Layer& l = layer(i);
+  const std::size_t in_n = static_cast<std::size_t>(batch) * l.in.numel();
+  std::int8_t* w = weights_.data() + l.weight_offset;
+  switch (l.op) {
+    case Int8Op::kConv: {
+      kernels::Conv2dShape s = l.conv;
+      s.batch = batch;
+      if (e_in != nullptr) {
+        conv_bwd_in_(s, e_out, w, acc, scratch);
+        requantize_(acc, in_n, e_in);
+      }
+      conv_bwd_w_(s, x, e_out, grad, scratch);
+      update_(w, grad, l.weight_count, b_bp);
+      return;
+    }
+    case Int8Op::kLinear: {
+      const int n = static_cast<int>(l.out.numel()), k = static_cast<int>(l.in.numel());
+      if (e_in != nullptr) {
+        linear_bwd_in_(batch, n, k, e_out, w, acc);
+        requantize_(acc, in_n, e_in);
+      }
+      linear_bwd_w_(batch, n, k, e_out, x, grad);
+      update_(w, grad, l.weight_count, b_bp);
+      return;
+    }
+    case Int8Op::kRelu:
+      if (e_in != nullptr) kernels::relu_backward_s8(in_n, x, e_out, e_in);
+      return;
+    case Int8Op::kMaxPool:
+      if (e_in != nullptr) {
+        const auto& d = l.in.dims;
+        kernels::maxpool2x2_backward_s8(batch * d[0], d[1], d[2], x, e_out, e_in);
+      }
+      return;
+  }
+}
+
+}  // namespace zt::nn

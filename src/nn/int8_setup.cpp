@@ -1,0 +1,114 @@
+#include "zotrain/nn/int8_setup.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "zotrain/core/error.hpp"
+#include "zotrain/core/rng.hpp"
+
+namespace zt::nn {
+
+std::unique_ptr<Int8Net> make_int8_net(Model& model, kernels::Isa isa) {
+  std::vector<Int8Layer> layers;
+  Shape in = model.input_shape();
+  for (int i = 0; i < model.size(); ++i) {
+    Layer& src = model.layer(i);
+    Int8Layer l;
+    l.name = src.name();
+    l.in = in;
+    l.out = model.output_shape(i);
+    const std::string kind = src.kind();
+    if (kind == "conv2d") {
+      const std::vector<int>& ws = src.params().at(0)->shape;  // [O, C, k, k]
+      l.op = Int8Op::kConv;
+      l.weight_shape = ws;
+      l.conv.in_c = in.dims.at(0);
+      l.conv.in_h = in.dims.at(1);
+      l.conv.in_w = in.dims.at(2);
+      l.conv.out_c = ws[0];
+      l.conv.kernel = ws[2];
+      l.conv.pad = (l.out.dims.at(1) - l.conv.in_h + l.conv.kernel - 1) / 2;
+    } else if (kind == "linear") {
+      l.op = Int8Op::kLinear;
+      l.weight_shape = src.params().at(0)->shape;  // [N, K]
+    } else if (kind == "relu") {
+      l.op = Int8Op::kRelu;
+    } else if (kind == "maxpool2x2") {
+      l.op = Int8Op::kMaxPool;
+    } else {
+      throw Error("model.precision: int8 does not support layer '" + l.name + "' (" + kind + ")");
+    }
+    layers.push_back(std::move(l));
+    in = model.output_shape(i);
+  }
+  return std::make_unique<Int8Net>(model.arch(), model.input_shape(), std::move(layers), isa);
+}
+
+void init_niti(Int8Net& net, std::uint64_t seed) {
+  SplitMix64 rng(mix64(seed ^ 0x1ae7a11cULL));
+  std::vector<float> w;
+  for (int i = 0; i < net.size(); ++i) {
+    Int8Layer& l = net.layer(i);
+    if (!l.parametric()) continue;
+    const auto& s = l.weight_shape;
+    std::size_t receptive = 1;
+    for (std::size_t d = 2; d < s.size(); ++d) receptive *= static_cast<std::size_t>(s[d]);
+    const double fan_in = static_cast<double>(s[1] * receptive);
+    const double fan_out = static_cast<double>(s[0] * receptive);
+    const float a = static_cast<float>(std::sqrt(6.0 / (fan_in + fan_out)));
+    w.resize(l.weight_count);
+    float r = 0;
+    for (float& v : w) {
+      v = (2.0f * rng.uniform() - 1.0f) * a;
+      r = std::max(r, std::fabs(v));
+    }
+    if (r == 0) r = a;
+    l.exponent = static_cast<int>(std::ceil(std::log2(static_cast<double>(r)))) - 7;
+    std::int8_t* dst = net.weights_of(i);
+    for (std::size_t k = 0; k < w.size(); ++k)
+      dst[k] = kernels::clamp_s8(std::lround(w[k] / r * 127.0f));
+  }
+}
+
+void quantize_weights(Int8Net& net, int i, const float* w) {
+  Int8Layer& l = net.layer(i);
+  float r = 0;
+  for (std::size_t k = 0; k < l.weight_count; ++k) r = std::max(r, std::fabs(w[k]));
+  std::int8_t* dst = net.weights_of(i);
+  if (!(r > 0) || !std::isfinite(r)) {
+    if (!std::isfinite(r)) throw Error("weights of '" + l.name + "' are not finite");
+    std::fill(dst, dst + l.weight_count, std::int8_t{0});
+    l.exponent = 0;
+    return;
+  }
+  l.exponent = static_cast<int>(std::ceil(std::log2(static_cast<double>(r) / 127.0)));
+  const double scale = std::ldexp(1.0, -l.exponent);
+  for (std::size_t k = 0; k < l.weight_count; ++k)
+    dst[k] = kernels::clamp_s8(std::llround(static_cast<double>(w[k]) * scale));
+}
+
+void dequantize_weights(const Int8Net& net, int i, float* w) {
+  const Int8Layer& l = net.layer(i);
+  const std::int8_t* src = net.weights() + l.weight_offset;
+  for (std::size_t k = 0; k < l.weight_count; ++k)
+    w[k] = static_cast<float>(std::ldexp(static_cast<double>(src[k]), l.exponent));
+}
+
+std::vector<telemetry::LayerFootprint> int8_footprint(const Int8Net& net) {
+  std::vector<telemetry::LayerFootprint> f;
+  for (int i = 0; i < net.size(); ++i) {
+    const Int8Layer& l = net.layer(i);
+    telemetry::LayerFootprint lf;
+    lf.name = l.name;
+    lf.kind = l.op == Int8Op::kConv ? "conv2d" : l.op == Int8Op::kLinear ? "linear"
+            : l.op == Int8Op::kRelu ? "relu" : "maxpool2x2";
+    lf.parametric = l.parametric();
+    lf.matmul = l.matmul();
+    lf.params = l.weight_count;
+    lf.out_per_sample = l.out.numel();
+    f.push_back(std::move(lf));
+  }
+  return f;
+}
+
+}  // namespace zt::nn

@@ -1,0 +1,86 @@
+// Internal to run_experiment: one training engine per precision (FP32: Fp32Trainer on a Model;
+// int8: Int8Trainer on an Int8Net) behind one interface, so the run loop, checkpoints, resume,
+// metrics and reports are written once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "zotrain/config/config.hpp"
+#include "zotrain/data/batcher.hpp"
+#include "zotrain/data/idx.hpp"
+#include "zotrain/telemetry/memory.hpp"
+#include "zotrain/telemetry/phases.hpp"
+#include "zotrain/train/checkpoint.hpp"
+
+namespace zt::train {
+
+struct EngineStep {
+  double loss = 0;         // mean loss of the batch
+  int correct = 0;         // argmax hits of the last forward pass
+  int n = 0;               // samples
+  double g = 0;            // ZO: projected gradient (FP32, after clipping) or sign (int8)
+  bool clipped = false;
+  int sign_agree = -1;     // int8 ZO: 1 if the integer and float signs agree, 0 if not; −1 n/a
+};
+
+struct EvalResult {
+  double loss = -1, accuracy = -1;
+};
+
+struct LayerRow {  // one line of the dry-run plan
+  std::string name, kind, shape;
+  std::size_t params = 0;
+  bool zo = false;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual int partition() const = 0;
+  virtual int num_parametric() const = 0;
+  virtual std::size_t params_total() const = 0;
+  virtual std::size_t params_zo() const = 0;
+  virtual std::size_t params_bp() const = 0;
+  virtual std::size_t forward_macs_per_sample() const = 0;
+  virtual std::vector<LayerRow> layers() const = 0;
+  virtual telemetry::PaperMemory paper_memory() const = 0;
+  virtual std::size_t planned_bytes() const = 0;  // trainer's buffers + parameters + batch
+  virtual std::vector<std::pair<std::string, std::size_t>> planned_buffers() const = 0;
+  // Hyperparameters the plan and config.json report (e.g. resolved learning rates).
+  virtual nlohmann::json hyperparameters() const = 0;
+  virtual void write_effective(config::ExperimentConfig& cfg) const = 0;
+
+  // Sets the epoch's schedule; returns its values for metrics.jsonl.
+  virtual nlohmann::json begin_epoch(std::int64_t epoch) = 0;
+  // One step on batch `index` of the batcher's epoch (batch assembly timed as Data).
+  virtual EngineStep step(const data::Batcher& batcher, int index, std::uint64_t step_seed,
+                          telemetry::PhaseTimes& times) = 0;
+  virtual EvalResult evaluate(const data::ImageSet& test) = 0;
+
+  // Parameters and optimizer state into a checkpoint (metadata: only engine-specific keys).
+  virtual void save(TensorFile& f) const = 0;
+  // Resume (parameters and optimizer state of a checkpoint of this same engine).
+  virtual void load(const TensorFile& f, const std::string& path) = 0;
+  // --init-from: parameters only, from an FP32 or int8 checkpoint (converted as needed).
+  virtual void init_from(const TensorFile& f, const std::string& path) = 0;
+};
+
+std::unique_ptr<Engine> make_fp32_engine(const config::ExperimentConfig& cfg, int batch,
+                                         int threads);
+std::unique_ptr<Engine> make_int8_engine(const config::ExperimentConfig& cfg, int batch,
+                                         int threads);
+
+// Shared by the engines: a tensor of a checkpoint, checked to exist with the given dtype and
+// element count (throws zt::Error naming the file and tensor).
+const StoredTensor& checkpoint_tensor(const TensorFile& f, const std::string& name,
+                                      const std::string& dtype, std::size_t numel,
+                                      const std::string& path);
+const std::string& checkpoint_meta(const TensorFile& f, const std::string& key,
+                                   const std::string& path);
+
+}  // namespace zt::train

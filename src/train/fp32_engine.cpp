@@ -1,0 +1,216 @@
+// The FP32 engine: Fp32Trainer on a Model (SPEC section 4).
+#include <cstring>
+#include <string>
+
+#include "engine.hpp"
+#include "zotrain/core/error.hpp"
+#include "zotrain/nn/int8_setup.hpp"
+#include "zotrain/nn/lenet5.hpp"
+#include "zotrain/train/fp32_trainer.hpp"
+#include "zotrain/train/optimizer.hpp"
+
+namespace zt::train {
+namespace {
+
+using nlohmann::json;
+
+std::vector<std::uint8_t> float_bytes(const float* p, std::size_t n) {
+  std::vector<std::uint8_t> b(n * sizeof(float));
+  std::memcpy(b.data(), p, b.size());
+  return b;
+}
+
+class Fp32Engine final : public Engine {
+ public:
+  Fp32Engine(const config::ExperimentConfig& cfg, int batch, int threads)
+      : cfg_(cfg), batch_(batch), model_(nn::make_model(cfg.model.arch, kernels::best_isa())) {
+    (void)threads;  // the FP32 trainer sizes per-thread scratch itself
+    const int L = model_->num_parametric();
+    c_ = config::resolve_partition(cfg.method, L);
+    Fp32TrainerOptions o;
+    o.partition = c_;
+    o.batch_size = batch;
+    o.eps = static_cast<float>(cfg.zo.eps);
+    o.grad_clip = static_cast<float>(cfg.zo.grad_clip);
+    o.optimizer = cfg.optimizer.name == "adam" ? OptimizerKind::kAdam : OptimizerKind::kSgd;
+    o.bp_activations =
+        cfg.method.bp_activations == "average" ? BpActivations::kAverage : BpActivations::kMinus;
+    lrs_ = resolve_learning_rates(cfg.optimizer.lr, cfg.optimizer.bp_lr, o.optimizer);
+    model_->init(cfg.seed);
+    trainer_ = std::make_unique<Fp32Trainer>(*model_, o);
+    norm_ = data::normalisation_for(cfg.data.dataset);
+    x_.resize(model_->input_floats() * static_cast<std::size_t>(batch));
+    y_.resize(static_cast<std::size_t>(batch));
+  }
+
+  int partition() const override { return c_; }
+  int num_parametric() const override { return model_->num_parametric(); }
+  std::size_t params_total() const override { return model_->num_params(); }
+  std::size_t params_zo() const override { return trainer_->zo_params(); }
+  std::size_t params_bp() const override { return trainer_->bp_params(); }
+  std::size_t forward_macs_per_sample() const override { return model_->forward_macs_per_sample(); }
+
+  std::vector<LayerRow> layers() const override {
+    std::vector<LayerRow> rows;
+    const int seg = model_->bp_segment_start(c_);
+    for (int i = 0; i < model_->size(); ++i) {
+      nn::Layer& l = model_->layer(i);
+      std::size_t np = 0;
+      for (auto* p : l.params()) np += p->size();
+      rows.push_back({l.name(), l.kind(), model_->output_shape(i).str(), np, i < seg});
+    }
+    return rows;
+  }
+
+  telemetry::PaperMemory paper_memory() const override {
+    const bool adam = trainer_->options().optimizer == OptimizerKind::kAdam;
+    return telemetry::paper_memory(model_->footprint(), batch_, c_,
+                                   adam && c_ < model_->num_parametric(),
+                                   telemetry::Precision::kFp32);
+  }
+  std::size_t planned_bytes() const override {
+    // The trainer's plan plus the FP32 batch buffer and its labels.
+    return trainer_->planned_bytes() + x_.size() * sizeof(float) + y_.size();
+  }
+  std::vector<std::pair<std::string, std::size_t>> planned_buffers() const override {
+    std::vector<std::pair<std::string, std::size_t>> r;
+    for (const auto& e : trainer_->arena().entries()) r.emplace_back(e.name, e.floats * 4);
+    return r;
+  }
+  json hyperparameters() const override { return {{"learning_rates", {{"zo", lrs_.zo}, {"bp", lrs_.bp}}}}; }
+  void write_effective(config::ExperimentConfig& cfg) const override {
+    cfg.optimizer.lr = lrs_.zo;
+    cfg.optimizer.bp_lr = lrs_.bp;
+    cfg.train.batch_size = batch_;
+  }
+
+  json begin_epoch(std::int64_t epoch) override {
+    lr_ = decayed_lr(lrs_.zo, cfg_.optimizer.decay.factor, cfg_.optimizer.decay.every_epochs, epoch);
+    bp_lr_ = decayed_lr(lrs_.bp, cfg_.optimizer.decay.factor, cfg_.optimizer.decay.every_epochs, epoch);
+    return {{"lr", lr_}, {"bp_lr", bp_lr_}};
+  }
+
+  EngineStep step(const data::Batcher& batcher, int index, std::uint64_t step_seed,
+                  telemetry::PhaseTimes& times) override {
+    int n;
+    {
+      telemetry::ScopedPhase t(times, telemetry::Phase::kData);
+      n = batcher.fill(index, x_.data(), y_.data());
+    }
+    const StepStats st = trainer_->step(x_.data(), y_.data(), n, step_seed, static_cast<float>(lr_),
+                                        static_cast<float>(bp_lr_), times);
+    return {st.loss, st.correct, n, st.g, st.clipped, -1};
+  }
+
+  EvalResult evaluate(const data::ImageSet& test) override {
+    data::Batcher b(test, batch_, false, false, 0, norm_);
+    double loss = 0;
+    std::int64_t correct = 0, total = 0;
+    for (int i = 0; i < b.batches_per_epoch(); ++i) {
+      const int n = b.fill(i, x_.data(), y_.data());
+      const EvalStats e = trainer_->evaluate(x_.data(), y_.data(), n);
+      loss += e.loss_sum;
+      correct += e.correct;
+      total += n;
+    }
+    if (total == 0) return {};
+    return {loss / static_cast<double>(total),
+            100.0 * static_cast<double>(correct) / static_cast<double>(total)};
+  }
+
+  void save(TensorFile& f) const override {
+    for (nn::ParamTensor* p : model_->params()) {
+      StoredTensor t{"F32", {}, float_bytes(p->data, p->size())};
+      for (int d : p->shape) t.shape.push_back(d);
+      f.tensors[p->name] = std::move(t);
+    }
+    if (trainer_->adam_m() != nullptr) {
+      const auto n = static_cast<std::int64_t>(trainer_->bp_params());
+      f.tensors["optimizer.adam.m"] = {"F32", {n}, float_bytes(trainer_->adam_m(), trainer_->bp_params())};
+      f.tensors["optimizer.adam.v"] = {"F32", {n}, float_bytes(trainer_->adam_v(), trainer_->bp_params())};
+    }
+    f.metadata["adam_t"] = std::to_string(trainer_->adam_t());
+  }
+
+  void load(const TensorFile& f, const std::string& path) override {
+    for (nn::ParamTensor* p : model_->params()) {
+      const StoredTensor& t = checkpoint_tensor(f, p->name, "F32", p->size(), path);
+      std::memcpy(p->data, t.bytes.data(), t.bytes.size());
+    }
+    if (trainer_->adam_m() == nullptr) return;
+    for (const char* key : {"optimizer.adam.m", "optimizer.adam.v"}) {
+      const StoredTensor& t = checkpoint_tensor(f, key, "F32", trainer_->bp_params(), path);
+      float* dst = std::strcmp(key, "optimizer.adam.m") == 0 ? trainer_->adam_m() : trainer_->adam_v();
+      std::memcpy(dst, t.bytes.data(), t.bytes.size());
+    }
+    trainer_->set_adam_t(std::stoll(checkpoint_meta(f, "adam_t", path)));
+  }
+
+  void init_from(const TensorFile& f, const std::string& path) override {
+    // An int8 checkpoint (weights I8 + exponent, no biases): dequantised, biases zero.
+    std::unique_ptr<nn::Int8Net> int8;
+    for (nn::ParamTensor* p : model_->params()) {
+      auto it = f.tensors.find(p->name);
+      if (it != f.tensors.end() && it->second.dtype == "I8") {
+        if (!int8) int8 = nn::make_int8_net(*model_, kernels::Isa::kReference);
+        for (int i = 0; i < int8->size(); ++i) {
+          nn::Int8Layer& l = int8->layer(i);
+          if (l.name + ".weight" != p->name) continue;
+          const StoredTensor& t = checkpoint_tensor(f, p->name, "I8", l.weight_count, path);
+          const StoredTensor& e = checkpoint_tensor(f, p->name + ".exponent", "I32", 1, path);
+          std::memcpy(int8->weights_of(i), t.bytes.data(), t.bytes.size());
+          std::memcpy(&l.exponent, e.bytes.data(), 4);
+          nn::dequantize_weights(*int8, i, p->data);
+        }
+        continue;
+      }
+      if (it == f.tensors.end() && int8 && p->name.ends_with(".bias")) {
+        std::fill(p->data, p->data + p->size(), 0.0f);
+        continue;
+      }
+      const StoredTensor& t = checkpoint_tensor(f, p->name, "F32", p->size(), path);
+      std::memcpy(p->data, t.bytes.data(), t.bytes.size());
+    }
+  }
+
+ private:
+  config::ExperimentConfig cfg_;
+  int batch_, c_ = 0;
+  std::unique_ptr<nn::Model> model_;
+  std::unique_ptr<Fp32Trainer> trainer_;
+  LearningRates lrs_;
+  double lr_ = 0, bp_lr_ = 0;
+  data::Normalisation norm_;
+  std::vector<float> x_;
+  std::vector<std::uint8_t> y_;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> make_fp32_engine(const config::ExperimentConfig& cfg, int batch,
+                                         int threads) {
+  return std::make_unique<Fp32Engine>(cfg, batch, threads);
+}
+
+const StoredTensor& checkpoint_tensor(const TensorFile& f, const std::string& name,
+                                      const std::string& dtype, std::size_t numel,
+                                      const std::string& path) {
+  auto it = f.tensors.find(name);
+  if (it == f.tensors.end()) throw Error(path + ": checkpoint has no tensor '" + name + "'");
+  const StoredTensor& t = it->second;
+  std::size_t count = 1;
+  for (std::int64_t d : t.shape) count *= static_cast<std::size_t>(d);
+  if (t.dtype != dtype || count != numel)
+    throw Error(path + ": tensor '" + name + "' is " + t.dtype + " with " + std::to_string(count) +
+                " elements; the model expects " + dtype + " with " + std::to_string(numel));
+  return t;
+}
+
+const std::string& checkpoint_meta(const TensorFile& f, const std::string& key,
+                                   const std::string& path) {
+  auto it = f.metadata.find(key);
+  if (it == f.metadata.end()) throw Error(path + ": checkpoint metadata lacks '" + key + "'");
+  return it->second;
+}
+
+}  // namespace zt::train

@@ -1,0 +1,198 @@
+// The int8 engine: Int8Trainer on an Int8Net (SPEC sections 5–6). The training step itself is
+// integer-only code (Int8Trainer, kernels); this file converts the config's schedules to
+// integers, reports float losses and compares the integer sign with the float one.
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "engine.hpp"
+#include "zotrain/core/error.hpp"
+#include "zotrain/nn/int8_setup.hpp"
+#include "zotrain/nn/lenet5.hpp"
+#include "zotrain/train/int8_float.hpp"
+#include "zotrain/train/int8_trainer.hpp"
+
+namespace zt::train {
+namespace {
+
+using nlohmann::json;
+
+class Int8Engine final : public Engine {
+ public:
+  Int8Engine(const config::ExperimentConfig& cfg, int batch, int threads)
+      : cfg_(cfg), batch_(batch), fp32_(nn::make_model(cfg.model.arch, kernels::Isa::kReference)) {
+    net_ = nn::make_int8_net(*fp32_, kernels::best_isa());
+    macs_ = fp32_->forward_macs_per_sample();
+    fp32_.reset();  // only its layer sequence was needed
+    c_ = config::resolve_partition(cfg.method, net_->num_parametric());
+    nn::init_niti(*net_, cfg.seed);
+    Int8TrainerOptions o;
+    o.partition = c_;
+    o.batch_size = batch;
+    o.threads = threads;
+    trainer_ = std::make_unique<Int8Trainer>(*net_, o);
+    integer_sign_ = cfg.int8.sign == "integer";
+    pixels_.resize(net_->input_shape().numel() * static_cast<std::size_t>(batch));
+    labels_.resize(static_cast<std::size_t>(batch));
+  }
+
+  int partition() const override { return c_; }
+  int num_parametric() const override { return net_->num_parametric(); }
+  std::size_t params_total() const override { return net_->num_weights(); }
+  std::size_t params_zo() const override { return trainer_->zo_weights(); }
+  std::size_t params_bp() const override { return trainer_->bp_weights(); }
+  std::size_t forward_macs_per_sample() const override { return macs_; }
+
+  std::vector<LayerRow> layers() const override {
+    std::vector<LayerRow> rows;
+    const int seg = net_->bp_segment_start(c_);
+    const auto fp = nn::int8_footprint(*net_);
+    for (int i = 0; i < net_->size(); ++i) {
+      const nn::Int8Layer& l = net_->layer(i);
+      rows.push_back({l.name, fp[static_cast<std::size_t>(i)].kind + " (int8)", l.out.str(),
+                      l.weight_count, i < seg});
+    }
+    return rows;
+  }
+
+  telemetry::PaperMemory paper_memory() const override {
+    return telemetry::paper_memory(nn::int8_footprint(*net_), batch_, c_, false,
+                                   telemetry::Precision::kInt8);
+  }
+  std::size_t planned_bytes() const override {
+    return trainer_->planned_bytes() + pixels_.size() + labels_.size();
+  }
+  std::vector<std::pair<std::string, std::size_t>> planned_buffers() const override {
+    std::vector<std::pair<std::string, std::size_t>> r;
+    for (const auto& e : trainer_->arena().entries()) r.emplace_back(e.name, e.floats * 4);
+    return r;
+  }
+  json hyperparameters() const override {
+    return {{"int8", {{"r_max", cfg_.int8.r_max}, {"sign", cfg_.int8.sign}}}};
+  }
+  void write_effective(config::ExperimentConfig& cfg) const override { cfg.train.batch_size = batch_; }
+
+  json begin_epoch(std::int64_t epoch) override {
+    const double p_zero = cfg_.int8.p_zero.at(epoch);
+    h_.r_max = static_cast<int>(cfg_.int8.r_max);
+    h_.b_zo = static_cast<int>(cfg_.int8.b_zo.at(epoch));
+    h_.b_bp = static_cast<int>(cfg_.int8.b_bp.at(epoch));
+    h_.zero_threshold = static_cast<std::uint64_t>(std::llround(std::ldexp(p_zero, 32)));
+    return {{"r_max", h_.r_max}, {"b_zo", h_.b_zo}, {"b_bp", h_.b_bp}, {"p_zero", p_zero}};
+  }
+
+  EngineStep step(const data::Batcher& batcher, int index, std::uint64_t step_seed,
+                  telemetry::PhaseTimes& times) override {
+    int n;
+    {
+      telemetry::ScopedPhase t(times, telemetry::Phase::kData);
+      n = batcher.fill_raw(index, pixels_.data(), labels_.data());
+    }
+    const int classes = net_->num_classes();
+    const bool zo = trainer_->zo_weights() > 0;
+    EngineStep r;
+    r.n = n;
+    trainer_->forward_passes(pixels_.data(), n, step_seed, h_);
+    int g = 0;
+    if (zo) {
+      // The step's sign; the other one is computed only to log their agreement.
+      const int gi = trainer_->integer_sign(labels_.data());
+      const int gf = float_sign(trainer_->logits_plus(), trainer_->logits_minus(), labels_.data(), n, classes);
+      g = integer_sign_ ? gi : gf;
+      r.sign_agree = gi == gf ? 1 : 0;
+      r.g = g;
+    }
+    trainer_->finish(labels_.data(), g, step_seed, h_);
+    const auto ns = trainer_->take_phase_ns();
+    for (int p = 0; p < telemetry::kNumPhases; ++p)
+      times.add(static_cast<telemetry::Phase>(p), static_cast<double>(ns[static_cast<std::size_t>(p)]) * 1e-9);
+    // Reported loss: of the last pass (Full BP) or the mean of both passes (ZO), as in FP32.
+    double loss = int8_loss_sum(trainer_->logits_minus(), labels_.data(), n, classes);
+    if (zo) loss = 0.5 * (loss + int8_loss_sum(trainer_->logits_plus(), labels_.data(), n, classes));
+    r.loss = loss / n;
+    r.correct = int8_correct(trainer_->logits_minus(), labels_.data(), n, classes);
+    return r;
+  }
+
+  EvalResult evaluate(const data::ImageSet& test) override {
+    data::Batcher b(test, batch_, false, false, 0, data::Normalisation{});
+    double loss = 0;
+    std::int64_t correct = 0, total = 0;
+    const int classes = net_->num_classes();
+    for (int i = 0; i < b.batches_per_epoch(); ++i) {
+      const int n = b.fill_raw(i, pixels_.data(), labels_.data());
+      const Int8Logits lg = trainer_->infer(pixels_.data(), n);
+      loss += int8_loss_sum(lg, labels_.data(), n, classes);
+      correct += int8_correct(lg, labels_.data(), n, classes);
+      total += n;
+    }
+    trainer_->take_phase_ns();
+    if (total == 0) return {};
+    return {loss / static_cast<double>(total),
+            100.0 * static_cast<double>(correct) / static_cast<double>(total)};
+  }
+
+  void save(TensorFile& f) const override {
+    for (int i = 0; i < net_->size(); ++i) {
+      const nn::Int8Layer& l = net_->layer(i);
+      if (!l.parametric()) continue;
+      StoredTensor t{"I8", {}, {}};
+      for (int d : l.weight_shape) t.shape.push_back(d);
+      const auto* w = reinterpret_cast<const std::uint8_t*>(net_->weights() + l.weight_offset);
+      t.bytes.assign(w, w + l.weight_count);
+      f.tensors[l.name + ".weight"] = std::move(t);
+      StoredTensor e{"I32", {1}, std::vector<std::uint8_t>(4)};
+      std::memcpy(e.bytes.data(), &l.exponent, 4);
+      f.tensors[l.name + ".weight.exponent"] = std::move(e);
+    }
+  }
+
+  void load(const TensorFile& f, const std::string& path) override { load_int8(f, path); }
+
+  void init_from(const TensorFile& f, const std::string& path) override {
+    bool any_f32 = false;
+    for (int i = 0; i < net_->size(); ++i) {
+      const nn::Int8Layer& l = net_->layer(i);
+      auto it = f.tensors.find(l.name + ".weight");
+      if (l.parametric() && it != f.tensors.end() && it->second.dtype == "F32") {
+        const StoredTensor& t = checkpoint_tensor(f, l.name + ".weight", "F32", l.weight_count, path);
+        std::vector<float> w(l.weight_count);
+        std::memcpy(w.data(), t.bytes.data(), t.bytes.size());
+        nn::quantize_weights(*net_, i, w.data());
+        any_f32 = true;
+      }
+    }
+    if (!any_f32) load_int8(f, path);
+  }
+
+ private:
+  void load_int8(const TensorFile& f, const std::string& path) {
+    for (int i = 0; i < net_->size(); ++i) {
+      nn::Int8Layer& l = net_->layer(i);
+      if (!l.parametric()) continue;
+      const StoredTensor& t = checkpoint_tensor(f, l.name + ".weight", "I8", l.weight_count, path);
+      const StoredTensor& e = checkpoint_tensor(f, l.name + ".weight.exponent", "I32", 1, path);
+      std::memcpy(net_->weights_of(i), t.bytes.data(), t.bytes.size());
+      std::memcpy(&l.exponent, e.bytes.data(), 4);
+    }
+  }
+
+  config::ExperimentConfig cfg_;
+  int batch_, c_ = 0;
+  std::unique_ptr<nn::Model> fp32_;  // the layer sequence the int8 network mirrors
+  std::size_t macs_ = 0;
+  std::unique_ptr<nn::Int8Net> net_;
+  std::unique_ptr<Int8Trainer> trainer_;
+  bool integer_sign_ = false;
+  Int8Hyper h_;
+  std::vector<std::uint8_t> pixels_, labels_;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> make_int8_engine(const config::ExperimentConfig& cfg, int batch,
+                                         int threads) {
+  return std::make_unique<Int8Engine>(cfg, batch, threads);
+}
+
+}  // namespace zt::train

@@ -1,0 +1,193 @@
+// Integer-only (compiled with -mgeneral-regs-only in the aarch64 check build).
+#include "zotrain/train/int8_trainer.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "zotrain/core/error.hpp"
+#include "zotrain/core/rng.hpp"
+#include "zotrain/kernels/niti_loss.hpp"
+#include "zotrain/kernels/quant.hpp"
+
+namespace zt::train {
+namespace {
+
+using telemetry::Phase;
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Adds the time of its scope to one phase.
+class Timed {
+ public:
+  Timed(std::array<std::int64_t, telemetry::kNumPhases>& ns, Phase p)
+      : ns_(ns), p_(static_cast<int>(p)), t0_(now_ns()) {}
+  ~Timed() { ns_[static_cast<std::size_t>(p_)] += now_ns() - t0_; }
+  Timed(const Timed&) = delete;
+  Timed& operator=(const Timed&) = delete;
+
+ private:
+  std::array<std::int64_t, telemetry::kNumPhases>& ns_;
+  int p_;
+  std::int64_t t0_;
+};
+
+int reserve_bytes(Arena& a, const std::string& name, std::size_t bytes) {
+  return a.reserve(name, (bytes + 3) / 4);
+}
+
+kernels::PerturbS8Params perturbation(std::uint64_t step_seed, const Int8Hyper& h) {
+  return {mix64(step_seed ^ 0x7a0a7a0a5eedULL), h.zero_threshold, h.r_max};
+}
+
+}  // namespace
+
+Int8Trainer::Int8Trainer(nn::Int8Net& net, const Int8TrainerOptions& options)
+    : net_(net), opt_(options) {
+  const int L = net_.num_parametric();
+  ZT_CHECK(opt_.partition >= 0 && opt_.partition <= L);
+  ZT_CHECK(opt_.batch_size > 0 && opt_.threads > 0);
+  seg_ = net_.bp_segment_start(opt_.partition);
+  keep_from_ = seg_ > 0 ? seg_ - 1 : 0;
+  zo_weights_ = net_.num_weights_of_range(0, opt_.partition);
+  const auto B = static_cast<std::size_t>(opt_.batch_size);
+  const int layers = net_.size();
+
+  std::size_t pingpong = 0, acc = 0, scratch = 0, err = 0;
+  h_input_ = reserve_bytes(arena_, "input (int8)", B * net_.input_shape().numel());
+  h_kept_.assign(static_cast<std::size_t>(layers), -1);
+  for (int i = 0; i < layers; ++i) {
+    const nn::Int8Layer& l = net_.layer(i);
+    const std::size_t out = B * l.out.numel();
+    if (i < keep_from_)
+      pingpong = std::max(pingpong, out);
+    else
+      h_kept_[static_cast<std::size_t>(i)] = reserve_bytes(arena_, l.name + " output (int8)", out);
+    acc = std::max(acc, net_.acc_elems(i, opt_.batch_size));
+    scratch = std::max(scratch, net_.scratch_bytes(i, opt_.batch_size, opt_.threads));
+    if (i >= seg_) err = std::max({err, B * l.in.numel(), out});
+  }
+  if (pingpong > 0)
+    for (int k = 0; k < 2; ++k)
+      h_pingpong_[k] = reserve_bytes(arena_, "ZO ping-pong " + std::to_string(k) + " (int8)", pingpong);
+  h_acc_ = reserve_bytes(arena_, "accumulator (int32)", acc * 4);
+  if (scratch > 0) h_scratch_ = reserve_bytes(arena_, "conv scratch", scratch);
+  if (opt_.partition > 0)
+    h_plus_ = reserve_bytes(arena_, "+ pass logits (int8)", B * static_cast<std::size_t>(net_.num_classes()));
+  if (seg_ < layers) {
+    std::size_t grad = 0;
+    for (int i = seg_; i < layers; ++i) grad = std::max(grad, net_.layer(i).weight_count);
+    h_grad_ = reserve_bytes(arena_, "weight gradient (int32)", grad * 4);
+    for (int k = 0; k < 2; ++k)
+      h_err_[k] = reserve_bytes(arena_, "error " + std::to_string(k) + " (int8)", err);
+  }
+  arena_.allocate();
+  if (h_plus_ >= 0) plus_logits_ = reinterpret_cast<std::int8_t*>(arena_.get(h_plus_));
+  perturb_ = kernels::select_perturb_s8(opt_.isa);
+  zo_update_ = kernels::select_zo_update_s8(opt_.isa);
+}
+
+const std::int8_t* Int8Trainer::act(int i) const {
+  return const_cast<Int8Trainer*>(this)->act(i);
+}
+
+std::int8_t* Int8Trainer::act(int i) {
+  int h = h_input_;
+  if (i >= 0) h = i < keep_from_ ? h_pingpong_[i % 2] : h_kept_[static_cast<std::size_t>(i)];
+  return reinterpret_cast<std::int8_t*>(arena_.get(h));
+}
+
+void Int8Trainer::forward(int n) {
+  auto* acc = reinterpret_cast<std::int32_t*>(arena_.get(h_acc_));
+  void* scratch = h_scratch_ >= 0 ? static_cast<void*>(arena_.get(h_scratch_)) : nullptr;
+  int ex = kernels::kPixelExponent;
+  for (int i = 0; i < net_.size(); ++i) ex = net_.forward(i, n, act(i - 1), ex, act(i), acc, scratch);
+  last_exp_ = ex;
+}
+
+void Int8Trainer::forward_passes(const std::uint8_t* pixels, int n, std::uint64_t step_seed,
+                                 const Int8Hyper& h) {
+  ZT_CHECK(n > 0 && n <= opt_.batch_size);
+  n_ = n;
+  {
+    Timed t(ns_, Phase::kForward);
+    kernels::quantize_pixels_s8(pixels, static_cast<std::size_t>(n) * net_.input_shape().numel(),
+                                act(-1));
+  }
+  if (zo_weights_ == 0) {
+    Timed t(ns_, Phase::kForward);
+    forward(n);
+    return;
+  }
+  const kernels::PerturbS8Params p = perturbation(step_seed, h);
+  {
+    Timed t(ns_, Phase::kZoPerturb);
+    perturb_(net_.weights(), zo_weights_, 0, p, +1);
+  }
+  {
+    Timed t(ns_, Phase::kForward);
+    forward(n);
+    std::memcpy(plus_logits_, last_logits(), static_cast<std::size_t>(n) * static_cast<std::size_t>(net_.num_classes()));
+    plus_exp_ = last_exp_;
+  }
+  {
+    Timed t(ns_, Phase::kZoPerturb);
+    perturb_(net_.weights(), zo_weights_, 0, p, -2);
+  }
+  Timed t(ns_, Phase::kForward);
+  forward(n);
+}
+
+int Int8Trainer::integer_sign(const std::uint8_t* labels) const {
+  ZT_CHECK(zo_weights_ > 0);
+  return kernels::zo_sign_s8(n_, net_.num_classes(), plus_logits_, plus_exp_, last_logits(),
+                             last_exp_, labels);
+}
+
+void Int8Trainer::finish(const std::uint8_t* labels, int g, std::uint64_t step_seed,
+                         const Int8Hyper& h) {
+  if (zo_weights_ > 0) {
+    Timed t(ns_, Phase::kZoUpdate);
+    zo_update_(net_.weights(), zo_weights_, 0, perturbation(step_seed, h), g, h.b_zo);
+  }
+  const int layers = net_.size();
+  if (seg_ == layers) return;
+  std::int8_t* err[2] = {reinterpret_cast<std::int8_t*>(arena_.get(h_err_[0])),
+                         reinterpret_cast<std::int8_t*>(arena_.get(h_err_[1]))};
+  {
+    Timed t(ns_, Phase::kLoss);
+    kernels::xent_error_s8(n_, net_.num_classes(), last_logits(), last_exp_, labels,
+                           mix64(step_seed ^ 0x10551055ULL), err[0]);
+  }
+  Timed t(ns_, Phase::kBackward);
+  auto* acc = reinterpret_cast<std::int32_t*>(arena_.get(h_acc_));
+  auto* grad = reinterpret_cast<std::int32_t*>(arena_.get(h_grad_));
+  void* scratch = h_scratch_ >= 0 ? static_cast<void*>(arena_.get(h_scratch_)) : nullptr;
+  int cur = 0;
+  for (int i = layers - 1; i >= seg_; --i) {
+    std::int8_t* e_in = i > seg_ ? err[1 - cur] : nullptr;
+    net_.backward(i, n_, act(i - 1), err[cur], e_in, acc, grad, h.b_bp, scratch);
+    cur = 1 - cur;
+  }
+}
+
+Int8Logits Int8Trainer::infer(const std::uint8_t* pixels, int n) {
+  ZT_CHECK(n > 0 && n <= opt_.batch_size);
+  kernels::quantize_pixels_s8(pixels, static_cast<std::size_t>(n) * net_.input_shape().numel(),
+                              act(-1));
+  forward(n);
+  return {last_logits(), last_exp_};
+}
+
+std::array<std::int64_t, telemetry::kNumPhases> Int8Trainer::take_phase_ns() {
+  auto r = ns_;
+  ns_.fill(0);
+  return r;
+}
+
+}  // namespace zt::train

@@ -1,0 +1,115 @@
+// Int8 training (SPEC 5–6): a step is exact integer arithmetic, so the weights after N steps
+// are identical for any thread count; each method changes only the weights it owns.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#ifdef ZT_OPENMP
+#include <omp.h>
+#endif
+
+#include "zotrain/core/rng.hpp"
+#include "zotrain/nn/int8_setup.hpp"
+#include "zotrain/nn/lenet5.hpp"
+#include "zotrain/train/int8_float.hpp"
+#include "zotrain/train/int8_trainer.hpp"
+
+namespace zt::train {
+namespace {
+
+constexpr int kBatch = 48;
+
+struct Batch {
+  std::vector<std::uint8_t> pixels, labels;
+};
+
+Batch make_batch(std::uint64_t seed) {
+  SplitMix64 rng(seed);
+  Batch b;
+  b.pixels.resize(kBatch * 28 * 28);
+  b.labels.resize(kBatch);
+  for (auto& p : b.pixels) p = static_cast<std::uint8_t>(rng.below(4) == 0 ? rng.below(256) : 0);
+  for (auto& l : b.labels) l = static_cast<std::uint8_t>(rng.below(10));
+  return b;
+}
+
+// Weights after `steps` steps of int8 training with partition C on `threads` threads.
+std::vector<std::int8_t> train(int partition, int threads, int steps, bool integer_sign) {
+#ifdef ZT_OPENMP
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(threads);
+#endif
+  auto fp32 = nn::make_lenet5(kernels::Isa::kReference);
+  auto net = nn::make_int8_net(*fp32, kernels::best_isa());
+  nn::init_niti(*net, 11);
+  Int8TrainerOptions o;
+  o.partition = partition;
+  o.batch_size = kBatch;
+  o.threads = threads;
+  Int8Trainer t(*net, o);
+  Int8Hyper h;
+  h.r_max = 7;
+  h.zero_threshold = std::uint64_t{1} << 31;  // p_zero = 0.5
+  for (int s = 0; s < steps; ++s) {
+    const Batch b = make_batch(100 + static_cast<std::uint64_t>(s));
+    t.forward_passes(b.pixels.data(), kBatch, 1000 + static_cast<std::uint64_t>(s), h);
+    int g = 0;
+    if (t.zo_weights() > 0)
+      g = integer_sign ? t.integer_sign(b.labels.data())
+                       : float_sign(t.logits_plus(), t.logits_minus(), b.labels.data(), kBatch, 10);
+    t.finish(b.labels.data(), g, 1000 + static_cast<std::uint64_t>(s), h);
+  }
+#ifdef ZT_OPENMP
+  omp_set_num_threads(saved);
+#endif
+  return {net->weights(), net->weights() + net->num_weights()};
+}
+
+class Int8Determinism : public ::testing::TestWithParam<int> {};
+
+TEST_P(Int8Determinism, SameWeightsForAnyThreadCount) {
+  const int c = GetParam();
+  const auto w1 = train(c, 1, 3, true);
+  const auto w2 = train(c, 2, 3, true);
+  const auto w3 = train(c, 3, 3, true);
+  EXPECT_EQ(w1, w2);
+  EXPECT_EQ(w1, w3);
+}
+
+INSTANTIATE_TEST_SUITE_P(Partitions, Int8Determinism, ::testing::Values(0, 3, 4, 5),
+                         [](const auto& info) { return "C" + std::to_string(info.param); });
+
+// Full BP changes every layer; Full ZO and ElasticZO change the ZO part through the sign and
+// the BP part through backprop; nothing else moves.
+TEST(Int8Trainer, EachPartOfThePartitionIsTrained) {
+  auto fp32 = nn::make_lenet5(kernels::Isa::kReference);
+  auto net = nn::make_int8_net(*fp32, kernels::Isa::kReference);
+  nn::init_niti(*net, 11);
+  const std::vector<std::int8_t> w0(net->weights(), net->weights() + net->num_weights());
+  for (int c : {0, 3, 5}) {
+    const auto w = train(c, 1, 4, false);
+    for (int p = 0; p < net->num_parametric(); ++p) {
+      const nn::Int8Layer& l = net->layer(net->parametric_layer(p));
+      std::size_t changed = 0;
+      for (std::size_t k = l.weight_offset; k < l.weight_offset + l.weight_count; ++k)
+        changed += w[k] != w0[k] ? 1 : 0;
+      EXPECT_GT(changed, 0u) << "C=" << c << " layer " << l.name;
+    }
+  }
+}
+
+TEST(Int8Trainer, PlannedBuffersAndCounts) {
+  auto fp32 = nn::make_lenet5(kernels::Isa::kReference);
+  auto net = nn::make_int8_net(*fp32, kernels::Isa::kReference);
+  EXPECT_EQ(net->num_weights(), 107550u);  // LeNet-5 without biases
+  Int8TrainerOptions o;
+  o.partition = 3;
+  o.batch_size = 256;
+  Int8Trainer t(*net, o);
+  EXPECT_EQ(t.zo_weights(), 150u + 2400u + 94080u);
+  EXPECT_EQ(t.bp_weights(), 10080u + 840u);
+  EXPECT_GT(t.planned_bytes(), net->num_weights());
+}
+
+}  // namespace
+}  // namespace zt::train
