@@ -62,7 +62,7 @@ method_args() {  # cls1 → --set method.name=elastic_zo --set method.partition=
 # run TAG EPOCHS ARGS... → prints the summary path
 run() {
   local tag="$1" epochs="$2"; shift 2
-  "${bin}" --set "data.root=${repo}/${root}" --set "data.dataset=${dataset}" \
+  "${bin}" --config configs/paper/lenet5-mnist-zo-feat-cls1.json --set "data.root=${repo}/${root}" --set "data.dataset=${dataset}" \
     --set "train.epochs=${epochs}" --set "train.threads=${threads}" --set train.eval_every=1000 \
     --set name="${tag}" "$@" --output-dir "${out}/${tag}" --overwrite --no-progress -q
   echo "${out}/${tag}/summary.json"
