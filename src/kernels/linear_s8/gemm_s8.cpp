@@ -92,6 +92,24 @@ __attribute__((always_inline)) inline void store_canvas(const MicroArgs& p, cons
       dst[v][i] = r.dst;
     }
   }
+  // Common case (output rows that start on a vector, as LeNet conv1): at most one run per
+  // vector, starting at lane 0, so no rotation; an empty vector gets an empty mask.
+  bool aligned = true;
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) {
+    aligned = aligned && nr[v] <= 1 && (nr[v] == 0 || p.runs[v * kMaxRuns].first == 0);
+    if (nr[v] == 0) mask[v][0] = 0, dst[v][0] = 0;
+  }
+  if (aligned) {
+#pragma GCC unroll 16
+    for (int m = 0; m < MR; ++m) {
+      std::int32_t* c = p.c + m * p.ldc;
+      const V16 corr = p.corr[m] + V16{};
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) __builtin_ia32_storedqusi512_mask(c + dst[v][0], acc[m][v] - corr, mask[v][0]);
+    }
+    return;
+  }
 #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m) {
     std::int32_t* c = p.c + m * p.ldc;
