@@ -1,5 +1,7 @@
 #include "zotrain/nn/activation.hpp"
 
+#include <cstring>
+
 #include "zotrain/core/error.hpp"
 
 namespace zt::nn {
@@ -44,6 +46,64 @@ void MaxPool2x2::forward(int batch, const float* x, float* y, float* /*scratch*/
 void MaxPool2x2::backward(int batch, const float* x, const float* /*y*/, const float* dy,
                           float* dx, float* /*scratch*/) {
   if (dx != nullptr) bwd_(batch * c_, h_, w_, x, dy, dx);
+}
+
+MaxPoolPoints::MaxPoolPoints(std::string name) : Layer(std::move(name)) {}
+
+Shape MaxPoolPoints::infer(const Shape& in) {
+  if (in.dims.size() != 2 || in.dims[0] < 1 || in.dims[1] < 1 || in.dims[0] > (1 << 24))
+    throw Error(name() + ": expected input [N, C] with 1 ≤ N ≤ 2^24, got " + in.str());
+  n_ = in.dims[0];
+  c_ = in.dims[1];
+  return Shape{{c_}};
+}
+
+std::size_t MaxPoolPoints::scratch_floats(int batch) const {
+  return 2 * static_cast<std::size_t>(c_) * static_cast<std::size_t>(batch);
+}
+
+void MaxPoolPoints::forward(int batch, const float* x, float* y, float* /*scratch*/) {
+  const std::size_t C = static_cast<std::size_t>(c_), N = static_cast<std::size_t>(n_);
+#pragma omp parallel for schedule(static) if (batch > 1 && N * C >= (std::size_t{1} << 16))
+  for (int b = 0; b < batch; ++b) {
+    const float* xb = x + static_cast<std::size_t>(b) * N * C;
+    float* yb = y + static_cast<std::size_t>(b) * C;
+    for (std::size_t c = 0; c < C; ++c) yb[c] = xb[c];
+    for (std::size_t n = 1; n < N; ++n)
+      for (std::size_t c = 0; c < C; ++c) {
+        const float v = xb[n * C + c];
+        yb[c] = v > yb[c] ? v : yb[c];
+      }
+  }
+}
+
+void MaxPoolPoints::backward(int batch, const float* x, const float* /*y*/, const float* dy,
+                             float* dx, float* scratch) {
+  if (dx == nullptr) return;
+  const std::size_t C = static_cast<std::size_t>(c_), N = static_cast<std::size_t>(n_);
+#pragma omp parallel for schedule(static) if (batch > 1 && N * C >= (std::size_t{1} << 16))
+  for (int b = 0; b < batch; ++b) {
+    const float* xb = x + static_cast<std::size_t>(b) * N * C;
+    float* dxb = dx + static_cast<std::size_t>(b) * N * C;
+    float* best = scratch + static_cast<std::size_t>(b) * 2 * C;
+    float* idx = best + C;  // point index of the first maximum (exact in float: N ≤ 2^24)
+    for (std::size_t c = 0; c < C; ++c) {
+      best[c] = xb[c];
+      idx[c] = 0.0f;
+    }
+    for (std::size_t n = 1; n < N; ++n) {
+      const float fn = static_cast<float>(n);
+      for (std::size_t c = 0; c < C; ++c) {
+        const float v = xb[n * C + c];
+        const bool gt = v > best[c];
+        best[c] = gt ? v : best[c];
+        idx[c] = gt ? fn : idx[c];
+      }
+    }
+    std::memset(dxb, 0, N * C * sizeof(float));
+    for (std::size_t c = 0; c < C; ++c)
+      dxb[static_cast<std::size_t>(idx[c]) * C + c] = dy[static_cast<std::size_t>(b) * C + c];
+  }
 }
 
 }  // namespace zt::nn

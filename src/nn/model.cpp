@@ -8,20 +8,38 @@ Model::Model(std::string arch, Shape input, std::vector<std::unique_ptr<Layer>> 
     : arch_(std::move(arch)), input_(std::move(input)), layers_(std::move(layers)) {
   ZT_CHECK(!layers_.empty());
   Shape s = input_;
-  std::size_t total = 0;
+  std::size_t total = 0, buffer_total = 0;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     s = layers_[i]->infer(s);
     shapes_.push_back(s);
     auto ps = layers_[i]->params();
-    if (!ps.empty()) parametric_.push_back(static_cast<int>(i));
+    if (!ps.empty()) {
+      if (layers_[i]->joins_previous_parametric())
+        ZT_CHECK_MSG(!parametric_.empty(), layers_[i]->name() + " joins no parametric layer");
+      else
+        parametric_.push_back(static_cast<int>(i));
+    }
     for (ParamTensor* p : ps) total += p->size();
+    for (ParamTensor* b : layers_[i]->buffers()) buffer_total += b->size();
   }
+  // Layer order = θ order: params() walks θ_1..θ_L group by group, which is layer order.
   storage_.assign(total, 0.0f);
   std::size_t offset = 0;
   for (ParamTensor* p : params()) {
     p->data = storage_.data() + offset;
     offset += p->size();
   }
+  ZT_CHECK(offset == total);
+  buffer_storage_.assign(buffer_total, 0.0f);
+  offset = 0;
+  for (ParamTensor* b : buffers()) {
+    b->data = buffer_storage_.data() + offset;
+    offset += b->size();
+  }
+}
+
+int Model::group_end(int p) const {
+  return p + 1 < num_parametric() ? parametric_layer(p + 1) : size();
 }
 
 int Model::bp_segment_start(int partition) const {
@@ -36,7 +54,8 @@ std::vector<ParamTensor*> Model::params_of_range(int p_begin, int p_end) {
   ZT_CHECK(0 <= p_begin && p_begin <= p_end && p_end <= num_parametric());
   std::vector<ParamTensor*> out;
   for (int p = p_begin; p < p_end; ++p)
-    for (ParamTensor* t : layer(parametric_layer(p)).params()) out.push_back(t);
+    for (int i = parametric_layer(p); i < group_end(p); ++i)  // the layer and those joining it
+      for (ParamTensor* t : layer(i).params()) out.push_back(t);
   return out;
 }
 
@@ -44,6 +63,22 @@ std::size_t Model::num_params_of_range(int p_begin, int p_end) {
   std::size_t n = 0;
   for (ParamTensor* t : params_of_range(p_begin, p_end)) n += t->size();
   return n;
+}
+
+std::vector<ParamTensor*> Model::buffers() {
+  std::vector<ParamTensor*> out;
+  for (auto& l : layers_)
+    for (ParamTensor* b : l->buffers()) out.push_back(b);
+  return out;
+}
+
+void Model::set_training(bool training) {
+  training_ = training;
+  for (auto& l : layers_) l->set_training(training);
+}
+
+void Model::set_update_running_stats(bool update) {
+  for (auto& l : layers_) l->set_update_running_stats(update);
 }
 
 void Model::init(std::uint64_t seed) {
@@ -62,14 +97,22 @@ std::size_t Model::forward_macs_per_sample() const {
 
 std::vector<telemetry::LayerFootprint> Model::footprint() const {
   std::vector<telemetry::LayerFootprint> out;
+  int owner = -1;  // footprint entry of the θ_l the current layer belongs to
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     telemetry::LayerFootprint f;
     f.name = layers_[i]->name();
     f.kind = layers_[i]->kind();
     f.matmul = layers_[i]->is_matmul();
-    for (ParamTensor* p : layers_[i]->params()) f.params += p->size();
-    f.parametric = f.params > 0;
     f.out_per_sample = shapes_[i].numel();
+    std::size_t n = 0;
+    for (ParamTensor* p : layers_[i]->params()) n += p->size();
+    if (n > 0 && layers_[i]->joins_previous_parametric()) {
+      out[static_cast<std::size_t>(owner)].params += n;
+    } else {
+      f.params = n;
+      f.parametric = n > 0;
+      if (f.parametric) owner = static_cast<int>(i);
+    }
     out.push_back(f);
   }
   return out;

@@ -1,6 +1,7 @@
 // Each layer's backward against central finite differences of L = Σ y ⊙ r (so dy = r),
 // for both kernel paths. Points within a kink (ReLU at 0, max-pool ties) are avoided by
-// construction: inputs are drawn away from 0 and distinct.
+// construction: inputs are drawn away from 0 and distinct. BatchNorm is checked in training mode
+// (through the batch statistics) and in evaluation mode.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 
 #include "zotrain/core/rng.hpp"
 #include "zotrain/nn/activation.hpp"
+#include "zotrain/nn/batchnorm.hpp"
 #include "zotrain/nn/conv2d.hpp"
 #include "zotrain/nn/lenet5.hpp"
 #include "zotrain/nn/linear.hpp"
@@ -32,7 +34,8 @@ void check_layer(Layer& layer, const Shape& in, int batch) {
   const Shape out = layer.infer(in);
   const std::size_t nx = in.numel() * batch, ny = out.numel() * batch;
   std::vector<float> x = random_vec(nx, 11), r = random_vec(ny, 12);
-  if (std::string(layer.kind()) == "maxpool2x2") {
+  const std::string kind = layer.kind();
+  if (kind == "maxpool2x2" || kind == "maxpool_points") {
     // Distinct values 0.05 apart (a seeded permutation), so no window has a near-tie within h.
     SplitMix64 g(21);
     for (std::size_t i = 0; i < nx; ++i) x[i] = 0.05f * static_cast<float>(i) - 0.025f * nx;
@@ -44,6 +47,14 @@ void check_layer(Layer& layer, const Shape& in, int batch) {
     grads.emplace_back(p->size(), 0.0f);
     p->data = storage.back().data();
     p->grad = grads.back().data();
+  }
+  // Running statistics (BatchNorm): mean in ±0.5, variance in [0.5, 2).
+  std::vector<std::vector<float>> buffers;
+  for (ParamTensor* b : layer.buffers()) {
+    const bool var = b->name.ends_with("running_var");
+    buffers.push_back(test::random_floats(b->size(), 31 + buffers.size(), var ? 0.5f : -0.5f,
+                                          var ? 2.0f : 0.5f));
+    b->data = buffers.back().data();
   }
   std::vector<float> scratch(std::max<std::size_t>(layer.scratch_floats(batch), 1));
   std::vector<float> y(ny), dx(nx);
@@ -102,6 +113,38 @@ TEST_P(LayerGradTest, Relu) {
 TEST_P(LayerGradTest, MaxPool) {
   MaxPool2x2 l("pool", GetParam());
   check_layer(l, Shape{{2, 6, 8}}, 2);
+}
+
+TEST_P(LayerGradTest, PointLinearNoBias) {
+  PointLinear l("mlp", 5, 7, false, GetParam());
+  check_layer(l, Shape{{6, 5}}, 3);
+  EXPECT_EQ(l.params().size(), 1u);
+}
+TEST_P(LayerGradTest, PointLinearWithBias) {
+  PointLinear l("mlp", 3, 4, true, GetParam());
+  check_layer(l, Shape{{5, 3}}, 2);
+  EXPECT_EQ(l.params().size(), 2u);
+}
+TEST_P(LayerGradTest, BatchNormTrainingPoints) {
+  BatchNorm l("mlp.bn", 5);
+  check_layer(l, Shape{{7, 5}}, 3);
+}
+TEST_P(LayerGradTest, BatchNormTrainingVector) {  // [C]: statistics over the batch only
+  BatchNorm l("fc.bn", 6);
+  check_layer(l, Shape{{6}}, 9);
+}
+TEST_P(LayerGradTest, BatchNormEval) {
+  BatchNorm l("mlp.bn", 4);
+  l.set_training(false);
+  check_layer(l, Shape{{5, 4}}, 2);
+}
+TEST_P(LayerGradTest, ReluOnPoints) {
+  Relu l("relu", GetParam());
+  check_layer(l, Shape{{9, 5}}, 3);
+}
+TEST_P(LayerGradTest, MaxPoolPoints) {
+  MaxPoolPoints l("pool");
+  check_layer(l, Shape{{9, 6}}, 3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, LayerGradTest, ::testing::Values(Isa::kReference, Isa::kPortable),

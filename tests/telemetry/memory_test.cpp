@@ -3,6 +3,7 @@
 
 #include "zotrain/nn/int8_setup.hpp"
 #include "zotrain/nn/lenet5.hpp"
+#include "zotrain/nn/pointnet.hpp"
 #include "zotrain/telemetry/memory.hpp"
 
 namespace zt::telemetry {
@@ -64,6 +65,35 @@ TEST(PaperMemory, ErrorsOfTheBackpropSegment) {
   // Cls1: fc2, relu, fc3 = 178 per sample; Cls2: fc3 = 10 per sample (FP32: 4 bytes).
   EXPECT_EQ(paper_memory(lenet(Precision::kFp32), 1, 3, false, Precision::kFp32).errors, 178u * 4);
   EXPECT_EQ(paper_memory(lenet(Precision::kFp32), 1, 4, false, Precision::kFp32).errors, 10u * 4);
+}
+
+// PointNet FP32, B = 32, N = 1024 (SPEC section 7): every linear, BatchNorm, ReLU and the
+// max-pool has its own output buffer; BN's γ, β count in θ_l (and g when θ_l is backpropagated).
+std::size_t pointnet_total(int c, int batch = 32) {
+  return paper_memory(nn::make_pointnet(1024, kernels::Isa::kReference)->footprint(), batch, c,
+                      false, Precision::kFp32)
+      .total;
+}
+
+TEST(PaperMemory, Fp32PointNet) {
+  EXPECT_EQ(pointnet_total(8), 532082080u);                      // Full ZO
+  EXPECT_EQ(pointnet_total(7) - pointnet_total(8), 46240u);      // Cls2 overhead
+  EXPECT_EQ(pointnet_total(6) - pointnet_total(8), 637088u);     // Cls1 overhead
+}
+
+TEST(PaperMemory, PointNetBatchNormInThetaAndErrors) {
+  const auto fp = nn::make_pointnet(1024, kernels::Isa::kReference)->footprint();
+  // C = 4: θ_5 (mlp5 + its BN) onwards is backpropagated.
+  const auto m = paper_memory(fp, 1, 4, false, Precision::kFp32);
+  const std::size_t theta5 = 128 * 1024 + 2 * 1024;
+  const std::size_t head = 1024 * 512 + 512 + 512 * 256 + 256 + 256 * 40 + 40;
+  EXPECT_EQ(m.grads, (theta5 + head) * 4);
+  // e_l: mlp5, mlp5.bn, relu5 ([1024, 1024] each), pool, fc1, relu6, fc2, relu7, fc3.
+  EXPECT_EQ(m.errors, (3 * 1024 * 1024 + 1024 + 512 + 512 + 256 + 256 + 40) * 4u);
+  EXPECT_EQ(m.params, 816744u * 4);
+  const auto bp = paper_memory(fp, 1, 0, false, Precision::kFp32);  // Full BP: g = θ
+  EXPECT_EQ(bp.grads, bp.params);
+  EXPECT_EQ(bp.errors, bp.activations);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Parameter-free layers: ReLU and 2x2/2 max-pool (NCHW).
+// Parameter-free layers: ReLU, 2x2/2 max-pool (NCHW) and PointNet's max-pool over points.
 #pragma once
 
 #include "zotrain/kernels/pool.hpp"
@@ -35,6 +35,25 @@ class MaxPool2x2 final : public Layer {
   int c_ = 0, h_ = 0, w_ = 0;
   kernels::MaxPoolForwardF32Fn fwd_;
   kernels::MaxPoolBackwardF32Fn bwd_;
+};
+
+// Max over points: per-sample [N, C] → [C], y[c] = max_n x[n, c]. Backward routes dy[c] to the
+// first maximum over n (recomputed from x, no index buffer); as the 2x2 pool: scan in order with
+// `v > best` from x[0, c], so a NaN never replaces a value, a NaN in first place is kept, ties
+// keep the first.
+class MaxPoolPoints final : public Layer {
+ public:
+  explicit MaxPoolPoints(std::string name);
+  const char* kind() const override { return "maxpool_points"; }
+  Shape infer(const Shape& in) override;  // [N, C] → [C]
+  bool prefers_whole_batch() const override { return true; }
+  std::size_t scratch_floats(int batch) const override;  // backward: 2C per sample
+  void forward(int batch, const float* x, float* y, float* scratch) override;
+  void backward(int batch, const float* x, const float* y, const float* dy, float* dx,
+                float* scratch) override;
+
+ private:
+  int n_ = 0, c_ = 0;
 };
 
 }  // namespace zt::nn

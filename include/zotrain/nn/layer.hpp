@@ -37,6 +37,18 @@ class Layer {
   virtual Shape infer(const Shape& in) = 0;
   virtual std::vector<ParamTensor*> params() { return {}; }
   bool parametric() const { return !const_cast<Layer*>(this)->params().empty(); }
+  // True when this layer's parameters belong to the θ_l of the nearest parametric layer before
+  // it instead of starting a θ of their own (BatchNorm: γ, β join the linear layer they follow).
+  virtual bool joins_previous_parametric() const { return false; }
+  // State that is not a parameter — never perturbed, never trained, not in params() — but is
+  // saved with checkpoints (BatchNorm running statistics). Bound by the model like params.
+  virtual std::vector<ParamTensor*> buffers() { return {}; }
+  // Training mode (the default; BatchNorm normalises with batch statistics) or evaluation
+  // (running statistics). No-op for layers that behave the same in both.
+  virtual void set_training(bool /*training*/) {}
+  // Whether a training-mode forward pass updates the running statistics (default true). Lets a
+  // ZO step update them once per step although it runs two forward passes.
+  virtual void set_update_running_stats(bool /*update*/) {}
   // True for conv/linear (their int32 output counts in the int8 accounting).
   virtual bool is_matmul() const { return false; }
   // True when the forward pass is a matrix product over the batch that is much faster on the

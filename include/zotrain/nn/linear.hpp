@@ -1,5 +1,7 @@
 // Fully connected layer with bias: y[B, O] = x[B, I] · W[O, I]ᵀ + b[O]. Any input shape whose
 // element count is I is accepted (flatten is a view, not a layer).
+// PointLinear: the same map shared by every point (PointNet's 1x1 convolution), per-sample
+// [N, I] → [N, O], bias optional: one GEMM over all B·N rows.
 #pragma once
 
 #include "zotrain/kernels/gemm.hpp"
@@ -24,6 +26,28 @@ class Linear final : public Layer {
  private:
   int in_, out_;
   ParamTensor weight_, bias_;
+  kernels::GemmF32Fn gemm_;
+};
+
+class PointLinear final : public Layer {
+ public:
+  PointLinear(std::string name, int in_features, int out_features, bool bias, kernels::Isa isa);
+  const char* kind() const override { return "point_linear"; }
+  Shape infer(const Shape& in) override;  // [N, I] → [N, O]
+  std::vector<ParamTensor*> params() override;
+  bool is_matmul() const override { return true; }
+  bool prefers_whole_batch() const override { return true; }
+  void init(SplitMix64& rng) override;
+  std::size_t forward_macs() const override;  // N·I·O
+  // x [B, N, I], y [B, N, O].
+  void forward(int batch, const float* x, float* y, float* scratch) override;
+  void backward(int batch, const float* x, const float* y, const float* dy, float* dx,
+                float* scratch) override;
+
+ private:
+  int in_, out_, points_ = 0;
+  bool has_bias_;
+  ParamTensor weight_, bias_;  // [O, I], [O] (bias_ unused without bias)
   kernels::GemmF32Fn gemm_;
 };
 

@@ -14,7 +14,7 @@ struct LayerFootprint {
   std::string name, kind;
   bool parametric = false;
   bool matmul = false;              // conv/linear
-  std::size_t params = 0;           // weights + biases (+ BN) of this layer
+  std::size_t params = 0;           // weights + biases of this layer's θ_l (+ its BN's γ, β)
   std::size_t out_per_sample = 0;   // output elements per sample
 };
 
