@@ -1,0 +1,71 @@
+// Bit-reproducible sin/cos and Gaussian noise for the point-cloud code (augmentation, synthetic
+// shapes): the same bits on x86-64, aarch64 and armv7 with any libm. Only +, −, ×, / and sqrt
+// (all correctly rounded in IEEE 754) on doubles, plus integer arithmetic. Files including this
+// header are compiled with -ffp-contract=off (CMakeLists.txt), so no FMA changes a rounding.
+// Private to src/data.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "zotrain/core/rng.hpp"
+
+namespace zt::data::exact {
+
+// sin and cos of 2π·t (t in turns). The reduction to [−1/8, 1/8] turn is exact (t − q/4 with q
+// an integer); the Taylor series to x^17 / x^16 on |x| ≤ π/4 errs by < 2e-16 relative, far below
+// float resolution. |t| < 2^40.
+inline void sincos_turns(double t, double* s, double* c) {
+  constexpr double kTwoPi = 6.283185307179586476925;
+  const double q = std::nearbyint(t * 4.0);  // quadrant, exact for |t| < 2^50
+  const double x = (t - q * 0.25) * kTwoPi;  // t − q/4 exact (Sterbenz), |x| ≤ π/4
+  const double x2 = x * x;
+  // Horner with fixed coefficients 1/k!: the same operations everywhere.
+  double sp = 1.0 / 355687428096000.0;  // 1/17!
+  sp = sp * -x2 + 1.0 / 1307674368000.0;
+  sp = sp * -x2 + 1.0 / 6227020800.0;
+  sp = sp * -x2 + 1.0 / 39916800.0;
+  sp = sp * -x2 + 1.0 / 362880.0;
+  sp = sp * -x2 + 1.0 / 5040.0;
+  sp = sp * -x2 + 1.0 / 120.0;
+  sp = sp * -x2 + 1.0 / 6.0;
+  const double sn = x - x * x2 * sp;
+  double cp = 1.0 / 20922789888000.0;  // 1/16!
+  cp = cp * -x2 + 1.0 / 87178291200.0;
+  cp = cp * -x2 + 1.0 / 479001600.0;
+  cp = cp * -x2 + 1.0 / 3628800.0;
+  cp = cp * -x2 + 1.0 / 40320.0;
+  cp = cp * -x2 + 1.0 / 720.0;
+  cp = cp * -x2 + 1.0 / 24.0;
+  cp = cp * -x2 + 0.5;
+  const double cs = 1.0 - x2 * cp;
+  // Rotate by the quadrant: (sin, cos)(x + qπ/2).
+  switch (static_cast<std::int64_t>(q) & 3) {
+    case 0: *s = sn, *c = cs; break;
+    case 1: *s = cs, *c = -sn; break;
+    case 2: *s = -sn, *c = -cs; break;
+    default: *s = -cs, *c = sn; break;
+  }
+}
+
+// Uniform in [0, 1) with 53 bits (exact).
+inline double uniform53(SplitMix64& rng) {
+  return static_cast<double>(rng.next() >> 11) * (1.0 / 9007199254740992.0);
+}
+
+// Approximately N(0, 1): Irwin–Hall sum of twelve 16-bit uniforms (three 64-bit draws), centred.
+// Integer sum, then one exact conversion: the result is k/131072 for an odd integer |k| < 2^21,
+// bounded by ±6, variance 1 − 2^-32. Tails beyond ~4σ are thinner than a Gaussian's — harmless
+// for jitter and shape noise, and exactly reproducible.
+inline double gauss12(SplitMix64& rng) {
+  std::int64_t sum = 0;
+  for (int k = 0; k < 3; ++k) {
+    const std::uint64_t w = rng.next();
+    sum += static_cast<std::int64_t>(w & 0xffff) + static_cast<std::int64_t>((w >> 16) & 0xffff) +
+           static_cast<std::int64_t>((w >> 32) & 0xffff) + static_cast<std::int64_t>(w >> 48);
+  }
+  // Each term is (u + 1/2)/65536 with mean 1/2: Σ − 6 = (2·sum + 12 − 12·65536) / 131072.
+  return static_cast<double>(2 * sum + 12 - 12 * 65536) * (1.0 / 131072.0);
+}
+
+}  // namespace zt::data::exact

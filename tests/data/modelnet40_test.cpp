@@ -1,0 +1,242 @@
+#include "zotrain/data/modelnet40.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "../support.hpp"
+#include "h5_fixtures.hpp"
+#include "zotrain/core/error.hpp"
+#include "zotrain/data/synthetic_points.hpp"
+
+namespace zt::data {
+namespace {
+
+using testing::H5Set;
+using testing::ply_sets;
+using testing::TempDir;
+using testing::write_h5;
+using zt::test::expect_error;
+
+// A directory with one valid test file, so each case varies only the training file.
+struct Root {
+  TempDir dir{"mn40"};
+  Root() { EXPECT_TRUE(write_h5(path("ply_data_test0.h5"), ply_sets(2, 8))); }
+  std::string path(const std::string& name) const { return dir.path() + "/" + name; }
+  std::string train(const std::vector<H5Set>& sets, const std::string& name = "ply_data_train0.h5") {
+    const std::string p = path(name);
+    EXPECT_TRUE(write_h5(p, sets));
+    return p;
+  }
+  PointCloudDataset load(int train_limit = 0) const {
+    return load_modelnet40(dir.path(), train_limit, 0);
+  }
+};
+
+TEST(ModelNet40Test, RoundTripAgainstGenerator) {
+  TempDir dir("mn40-synth");
+  SyntheticOptions opt;
+  opt.train_per_class = 3;
+  opt.test_per_class = 2;
+  opt.points = 64;
+  opt.seed = 11;
+  write_synthetic_modelnet(dir.path(), opt);
+  const PointCloudDataset ds = load_modelnet40(dir.path(), 0, 0);
+  EXPECT_EQ(ds.classes, 40);
+  for (const bool train : {true, false}) {
+    const PointCloudSet& set = train ? ds.train : ds.test;
+    ASSERT_EQ(set.count, opt.classes * (train ? opt.train_per_class : opt.test_per_class));
+    ASSERT_EQ(set.stored_points, opt.points);
+    EXPECT_EQ(set.bytes(), static_cast<std::size_t>(set.count) * (opt.points * 3 * 4 + 1));
+    std::vector<float> want(static_cast<std::size_t>(opt.points) * 3);
+    for (int i = 0; i < set.count; ++i) {
+      std::uint8_t label = 255;
+      synthetic_sample(opt, train, i, want.data(), &label);
+      EXPECT_EQ(set.labels[static_cast<std::size_t>(i)], label);
+      const float* got = set.points.data() + static_cast<std::size_t>(i) * want.size();
+      for (std::size_t k = 0; k < want.size(); ++k) ASSERT_EQ(got[k], want[k]) << i << " " << k;
+    }
+  }
+  EXPECT_EQ(ds.bytes(), ds.train.bytes() + ds.test.bytes());
+}
+
+TEST(ModelNet40Test, ConcatenatesFilesSortedByNameAndLimits) {
+  Root r;
+  // Written out of order; the loader sorts by name.
+  r.train(ply_sets(4, 8, 100.0, 10), "ply_data_train1.h5");
+  r.train(ply_sets(3, 8, 0.0, 0), "ply_data_train0.h5");
+  const PointCloudDataset all = r.load();
+  ASSERT_EQ(all.train.count, 7);
+  EXPECT_EQ(all.train.stored_points, 8);
+  EXPECT_EQ(all.train.labels, (std::vector<std::uint8_t>{0, 1, 2, 10, 11, 12, 13}));
+  EXPECT_FLOAT_EQ(all.train.points[0], 0.f);
+  EXPECT_FLOAT_EQ(all.train.points[3 * 8 * 3], 100.f);  // shape 3 = file 1's shape 0
+  EXPECT_FLOAT_EQ(all.train.points[3 * 8 * 3 + 5 * 3 + 2], 100.f + 0.005f + 0.2f);
+  EXPECT_EQ(all.test.count, 2);
+
+  const PointCloudDataset some = r.load(5);  // 3 from file 0, the first 2 of file 1
+  ASSERT_EQ(some.train.count, 5);
+  EXPECT_EQ(some.train.labels, (std::vector<std::uint8_t>{0, 1, 2, 10, 11}));
+  EXPECT_EQ(some.train.points.size(), 5u * 8 * 3);
+  EXPECT_EQ(std::vector<float>(all.train.points.begin(), all.train.points.begin() + 5 * 8 * 3),
+            some.train.points);
+  EXPECT_EQ(r.load(2).train.count, 2);
+  EXPECT_EQ(r.load(100).train.count, 7);
+}
+
+TEST(ModelNet40Test, AcceptsOtherFloatAndIntegerTypesAndRank1Labels) {
+  Root r;
+  std::vector<H5Set> sets = ply_sets(3, 8);
+  sets[0].file_type = H5T_IEEE_F64BE;  // converted to float32 by HDF5
+  sets[1] = {"label", {3}, H5T_STD_I64LE, {39, 0, 7}};
+  r.train(sets);
+  const PointCloudDataset ds = r.load();
+  EXPECT_EQ(ds.train.labels, (std::vector<std::uint8_t>{39, 0, 7}));
+  EXPECT_FLOAT_EQ(ds.train.points[2 * 8 * 3 + 4 * 3 + 1], 2.f + 0.004f + 0.1f);
+}
+
+TEST(ModelNet40Test, MissingFilesAndDirectory) {
+  TempDir dir("mn40-empty");
+  expect_error([&] { load_modelnet40(dir.path(), 0, 0); },
+               {"no ply_data_train*.h5 in " + dir.path()});
+  ASSERT_TRUE(write_h5(dir.path() + "/ply_data_train0.h5", ply_sets(2, 4)));
+  expect_error([&] { load_modelnet40(dir.path(), 0, 0); },
+               {"no ply_data_test*.h5 in " + dir.path()});
+  // Names that only look similar are not data files.
+  ASSERT_TRUE(write_h5(dir.path() + "/ply_data_test0.h5.tmp", ply_sets(2, 4)));
+  ASSERT_TRUE(write_h5(dir.path() + "/test_ply_data_test0.h5", ply_sets(2, 4)));
+  expect_error([&] { load_modelnet40(dir.path(), 0, 0); }, {"no ply_data_test*.h5"});
+  expect_error([&] { load_modelnet40(dir.path() + "/nope", 0, 0); },
+               {dir.path() + "/nope", "data directory not found"});
+}
+
+TEST(ModelNet40Test, TruncatedFile) {
+  Root r;
+  const std::string p = r.train(ply_sets(6, 64));
+  std::filesystem::resize_file(p, std::filesystem::file_size(p) / 2);
+  expect_error([&] { r.load(); }, {p, "cannot open as HDF5", "truncated"});
+  std::filesystem::resize_file(p, 100);  // inside the superblock
+  expect_error([&] { r.load(); }, {p});
+  std::filesystem::resize_file(p, 0);
+  expect_error([&] { r.load(); }, {p, "not an HDF5 file"});
+}
+
+TEST(ModelNet40Test, TextFileNamedH5) {
+  Root r;
+  const std::string p = r.path("ply_data_train0.h5");
+  std::ofstream(p) << "shape,x,y,z\n0,0.1,0.2,0.3\n";
+  expect_error([&] { r.load(); }, {p, "not an HDF5 file"});
+}
+
+TEST(ModelNet40Test, MissingDatasets) {
+  Root r;
+  const std::string p = r.train({ply_sets(3, 4)[0]});
+  expect_error([&] { r.load(); }, {p, "no dataset 'label'", "[n] or [n, 1]"});
+  r.train({ply_sets(3, 4)[1]});
+  expect_error([&] { r.load(); }, {p, "no dataset 'data'", "[n, P, 3]"});
+}
+
+TEST(ModelNet40Test, WrongDataShape) {
+  Root r;
+  std::vector<H5Set> sets = ply_sets(4, 8);
+  sets[0].dims = {4, 24};  // rank 2
+  const std::string p = r.train(sets);
+  expect_error([&] { r.load(); }, {p, "'data' has rank 2 [4, 24]", "expected rank 3"});
+  sets[0].dims = {4, 12, 2};  // two coordinates per point
+  r.train(sets);
+  expect_error([&] { r.load(); }, {p, "'data' has shape [4, 12, 2]", "[n, P, 3]"});
+  sets[0].dims = {4, 0, 3};
+  sets[0].values.clear();
+  r.train(sets);
+  expect_error([&] { r.load(); }, {p, "[4, 0, 3]", "P >= 1"});
+  sets = ply_sets(0, 8);
+  r.train(sets);
+  expect_error([&] { r.load(); }, {p, "holds no shapes"});
+}
+
+TEST(ModelNet40Test, WrongTypes) {
+  Root r;
+  std::vector<H5Set> sets = ply_sets(2, 4);
+  sets[0].file_type = H5T_STD_I16LE;
+  const std::string p = r.train(sets);
+  expect_error([&] { r.load(); }, {p, "'data' holds integer values", "float32"});
+  sets = ply_sets(2, 4);
+  sets[1].file_type = H5T_IEEE_F32LE;
+  r.train(sets);
+  expect_error([&] { r.load(); }, {p, "'label' holds floating-point values", "integer"});
+}
+
+TEST(ModelNet40Test, WrongLabelShapeOrCount) {
+  Root r;
+  std::vector<H5Set> sets = ply_sets(4, 8);
+  sets[1] = {"label", {4, 2}, H5T_STD_U8LE, {0, 0, 1, 1, 2, 2, 3, 3}};
+  const std::string p = r.train(sets);
+  expect_error([&] { r.load(); }, {p, "'label' has shape [4, 2]", "[n] or [n, 1]"});
+  sets[1] = {"label", {5, 1}, H5T_STD_U8LE, {0, 1, 2, 3, 4}};
+  r.train(sets);
+  expect_error([&] { r.load(); }, {p, "'data' holds 4 shapes but 'label' holds 5 labels"});
+}
+
+TEST(ModelNet40Test, LabelOutOfRange) {
+  Root r;
+  std::vector<H5Set> sets = ply_sets(4, 8);
+  sets[1].values[2] = 40;
+  const std::string p = r.train(sets);
+  expect_error([&] { r.load(); }, {p, "label 40 at index 2 is out of range, expected 0..39"});
+  sets[1] = {"label", {4}, H5T_STD_I8LE, {0, 1, -1, 3}};
+  r.train(sets);
+  expect_error([&] { r.load(); }, {p, "label -1 at index 2"});
+  // A value beyond int saturates in HDF5's conversion and is still rejected.
+  sets[1] = {"label", {4}, H5T_STD_U64LE, {0, 1, 2, 1e12}};
+  r.train(sets);
+  expect_error([&] { r.load(); }, {p, "at index 3 is out of range"});
+  // Only the samples within the limit are value-checked.
+  EXPECT_EQ(r.load(3).train.count, 3);
+}
+
+TEST(ModelNet40Test, NonFiniteCoordinate) {
+  Root r;
+  std::vector<H5Set> sets = ply_sets(3, 8);
+  sets[0].values[(1 * 8 + 5) * 3 + 2] = std::numeric_limits<double>::quiet_NaN();
+  const std::string p = r.train(sets);
+  expect_error([&] { r.load(); }, {p, "shape 1 point 5 has a non-finite coordinate (nan)"});
+  sets = ply_sets(3, 8);
+  sets[0].values[(2 * 8 + 0) * 3] = -std::numeric_limits<double>::infinity();
+  r.train(sets);
+  expect_error([&] { r.load(); }, {p, "shape 2 point 0", "(inf)"});
+}
+
+TEST(ModelNet40Test, DifferentPointCounts) {
+  Root r;
+  const std::string p0 = r.train(ply_sets(2, 8), "ply_data_train0.h5");
+  const std::string p1 = r.train(ply_sets(2, 6), "ply_data_train1.h5");
+  expect_error([&] { r.load(); }, {p1, "have 6 points but " + p0 + " has 8"});
+  std::filesystem::remove(p1);
+  EXPECT_EQ(r.load().train.count, 2);
+  ASSERT_TRUE(write_h5(r.path("ply_data_test0.h5"), ply_sets(2, 16)));
+  expect_error([&] { r.load(); },
+               {r.path("ply_data_test0.h5"), "16 points but the training files' have 8"});
+}
+
+TEST(ModelNet40Test, ScalarDataset) {
+  Root r;
+  const std::string p = r.path("ply_data_train0.h5");
+  {
+    const hid_t file = H5Fcreate(p.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t space = H5Screate(H5S_SCALAR);
+    const hid_t ds = H5Dcreate2(file, "data", H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT,
+                                H5P_DEFAULT);
+    H5Dclose(ds);
+    H5Sclose(space);
+    H5Fclose(file);
+  }
+  expect_error([&] { r.load(); }, {p, "'data' is a scalar or empty dataset"});
+}
+
+}  // namespace
+}  // namespace zt::data
