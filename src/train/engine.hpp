@@ -19,6 +19,25 @@
 
 namespace zt::train {
 
+// Batches of one split of a data set, for either engine: FP32 input (normalised images or point
+// coordinates) or, for int8 on images, raw pixels. Epoch order is a function of (seed, epoch).
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+  virtual int batches_per_epoch() const = 0;
+  virtual void start_epoch(int epoch) = 0;
+  virtual std::size_t sample_floats() const = 0;  // FP32 input elements per sample
+  // x [n, sample_floats()], labels [n]; returns n.
+  virtual int fill(int index, float* x, std::uint8_t* labels) = 0;
+  // Raw uint8 input [n, sample_floats()] (images only; throws zt::Error otherwise).
+  virtual int fill_raw(int index, std::uint8_t* raw, std::uint8_t* labels) = 0;
+};
+
+// Images from an ImageSet (which must outlive the source): training order shuffled with the
+// last partial batch dropped, evaluation in order with it kept.
+std::unique_ptr<BatchSource> image_source(const data::ImageSet& set, int batch, bool training,
+                                          std::uint64_t seed, data::Normalisation norm);
+
 struct EngineStep {
   double loss = 0;         // mean loss of the batch
   int correct = 0;         // argmax hits of the last forward pass
@@ -58,9 +77,9 @@ class Engine {
   // Sets the epoch's schedule; returns its values for metrics.jsonl.
   virtual nlohmann::json begin_epoch(std::int64_t epoch) = 0;
   // One step on batch `index` of the batcher's epoch (batch assembly timed as Data).
-  virtual EngineStep step(const data::Batcher& batcher, int index, std::uint64_t step_seed,
+  virtual EngineStep step(BatchSource& source, int index, std::uint64_t step_seed,
                           telemetry::PhaseTimes& times) = 0;
-  virtual EvalResult evaluate(const data::ImageSet& test) = 0;
+  virtual EvalResult evaluate(BatchSource& test) = 0;
 
   // Parameters and optimizer state into a checkpoint (metadata: only engine-specific keys).
   virtual void save(TensorFile& f) const = 0;

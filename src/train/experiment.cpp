@@ -372,7 +372,9 @@ int run_experiment(const RunRequest& req) {
   auto previous_handler = std::signal(SIGINT, on_sigint);
 
   const std::uint64_t data_seed = mix64(cfg.seed ^ 0xda7a5eedULL);
-  data::Batcher batcher(ds.train, batch, true, true, data_seed, norm);
+  const std::unique_ptr<BatchSource> train_src = image_source(ds.train, batch, true, data_seed, norm);
+  const std::unique_ptr<BatchSource> test_src = image_source(ds.test, batch, false, 0, norm);
+  BatchSource& batcher = *train_src;
   ProgressBar bar(req.progress_bar);
   const std::int64_t epochs = cfg.train.epochs;
   const std::int64_t max_steps = cfg.train.max_steps;
@@ -420,7 +422,7 @@ int run_experiment(const RunRequest& req) {
     EvalResult ev{-1, -1};
     if (last || (cfg.train.eval_every > 0 && (pr.epoch + 1) % cfg.train.eval_every == 0)) {
       ScopedPhase t(pr.acc.times, Phase::kEval);
-      ev = engine->evaluate(ds.test);
+      ev = engine->evaluate(*test_src);
       last_eval = ev;
     }
     const double epoch_seconds = pr.acc.times.total();
@@ -471,7 +473,7 @@ int run_experiment(const RunRequest& req) {
   if (last_eval.accuracy < 0) {  // e.g. resuming a finished run: report the final accuracy
     PhaseTimes eval_times;
     ScopedPhase t(eval_times, Phase::kEval);
-    last_eval = engine->evaluate(ds.test);
+    last_eval = engine->evaluate(*test_src);
   }
 
   const std::uint64_t rss = telemetry::peak_rss_bytes();

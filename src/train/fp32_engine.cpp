@@ -38,7 +38,6 @@ class Fp32Engine final : public Engine {
     lrs_ = resolve_learning_rates(cfg.optimizer.lr, cfg.optimizer.bp_lr, o.optimizer);
     model_->init(cfg.seed);
     trainer_ = std::make_unique<Fp32Trainer>(*model_, o);
-    norm_ = data::normalisation_for(cfg.data.dataset);
     x_.resize(model_->input_floats() * static_cast<std::size_t>(batch));
     y_.resize(static_cast<std::size_t>(batch));
   }
@@ -90,7 +89,7 @@ class Fp32Engine final : public Engine {
     return {{"lr", lr_}, {"bp_lr", bp_lr_}};
   }
 
-  EngineStep step(const data::Batcher& batcher, int index, std::uint64_t step_seed,
+  EngineStep step(BatchSource& batcher, int index, std::uint64_t step_seed,
                   telemetry::PhaseTimes& times) override {
     int n;
     {
@@ -102,8 +101,8 @@ class Fp32Engine final : public Engine {
     return {st.loss, st.correct, n, st.g, st.clipped, -1};
   }
 
-  EvalResult evaluate(const data::ImageSet& test) override {
-    data::Batcher b(test, batch_, false, false, 0, norm_);
+  EvalResult evaluate(BatchSource& b) override {
+    b.start_epoch(0);
     double loss = 0;
     std::int64_t correct = 0, total = 0;
     for (int i = 0; i < b.batches_per_epoch(); ++i) {
@@ -119,11 +118,13 @@ class Fp32Engine final : public Engine {
   }
 
   void save(TensorFile& f) const override {
-    for (nn::ParamTensor* p : model_->params()) {
-      StoredTensor t{"F32", {}, float_bytes(p->data, p->size())};
-      for (int d : p->shape) t.shape.push_back(d);
-      f.tensors[p->name] = std::move(t);
-    }
+    // Parameters and buffers (BatchNorm running statistics).
+    for (const auto& list : {model_->params(), model_->buffers()})
+      for (nn::ParamTensor* p : list) {
+        StoredTensor t{"F32", {}, float_bytes(p->data, p->size())};
+        for (int d : p->shape) t.shape.push_back(d);
+        f.tensors[p->name] = std::move(t);
+      }
     if (trainer_->adam_m() != nullptr) {
       const auto n = static_cast<std::int64_t>(trainer_->bp_params());
       f.tensors["optimizer.adam.m"] = {"F32", {n}, float_bytes(trainer_->adam_m(), trainer_->bp_params())};
@@ -133,10 +134,11 @@ class Fp32Engine final : public Engine {
   }
 
   void load(const TensorFile& f, const std::string& path) override {
-    for (nn::ParamTensor* p : model_->params()) {
-      const StoredTensor& t = checkpoint_tensor(f, p->name, "F32", p->size(), path);
-      std::memcpy(p->data, t.bytes.data(), t.bytes.size());
-    }
+    for (const auto& list : {model_->params(), model_->buffers()})
+      for (nn::ParamTensor* p : list) {
+        const StoredTensor& t = checkpoint_tensor(f, p->name, "F32", p->size(), path);
+        std::memcpy(p->data, t.bytes.data(), t.bytes.size());
+      }
     if (trainer_->adam_m() == nullptr) return;
     for (const char* key : {"optimizer.adam.m", "optimizer.adam.v"}) {
       const StoredTensor& t = checkpoint_tensor(f, key, "F32", trainer_->bp_params(), path);
@@ -171,6 +173,11 @@ class Fp32Engine final : public Engine {
       const StoredTensor& t = checkpoint_tensor(f, p->name, "F32", p->size(), path);
       std::memcpy(p->data, t.bytes.data(), t.bytes.size());
     }
+    for (nn::ParamTensor* b : model_->buffers())  // running statistics, when the source has them
+      if (f.tensors.count(b->name) != 0) {
+        const StoredTensor& t = checkpoint_tensor(f, b->name, "F32", b->size(), path);
+        std::memcpy(b->data, t.bytes.data(), t.bytes.size());
+      }
   }
 
  private:
@@ -180,12 +187,33 @@ class Fp32Engine final : public Engine {
   std::unique_ptr<Fp32Trainer> trainer_;
   LearningRates lrs_;
   double lr_ = 0, bp_lr_ = 0;
-  data::Normalisation norm_;
   std::vector<float> x_;
   std::vector<std::uint8_t> y_;
 };
 
+class ImageSource final : public BatchSource {
+ public:
+  ImageSource(const data::ImageSet& set, int batch, bool training, std::uint64_t seed,
+              data::Normalisation norm)
+      : b_(set, batch, training, training, seed, norm) {}
+  int batches_per_epoch() const override { return b_.batches_per_epoch(); }
+  void start_epoch(int epoch) override { b_.start_epoch(epoch); }
+  std::size_t sample_floats() const override { return static_cast<std::size_t>(b_.sample_floats()); }
+  int fill(int index, float* x, std::uint8_t* labels) override { return b_.fill(index, x, labels); }
+  int fill_raw(int index, std::uint8_t* raw, std::uint8_t* labels) override {
+    return b_.fill_raw(index, raw, labels);
+  }
+
+ private:
+  data::Batcher b_;
+};
+
 }  // namespace
+
+std::unique_ptr<BatchSource> image_source(const data::ImageSet& set, int batch, bool training,
+                                          std::uint64_t seed, data::Normalisation norm) {
+  return std::make_unique<ImageSource>(set, batch, training, seed, norm);
+}
 
 std::unique_ptr<Engine> make_fp32_engine(const config::ExperimentConfig& cfg, int batch,
                                          int threads) {

@@ -197,8 +197,12 @@ StepStats Fp32Trainer::step(const float* x, const std::uint8_t* labels, int n,
     }
     const float* logits;
     {
+      // BatchNorm running statistics move once per step, from the − pass (the one backprop
+      // uses); both passes normalise with their batch statistics.
       ScopedPhase t(times, Phase::kForward);
+      model_.set_update_running_stats(false);
       logits = forward(x, n, set_plus);
+      model_.set_update_running_stats(true);
     }
     double loss_plus;
     {
@@ -252,7 +256,9 @@ StepStats Fp32Trainer::step(const float* x, const std::uint8_t* labels, int n,
 
 EvalStats Fp32Trainer::evaluate(const float* x, const std::uint8_t* labels, int n) {
   EvalStats e;
+  model_.set_training(false);  // BatchNorm: running statistics
   const float* logits = forward(x, n, 0);
+  model_.set_training(true);
   e.loss_sum = n * static_cast<double>(kernels::softmax_xent_f32(n, model_.num_classes(), logits,
                                                                   labels, nullptr, &e.correct));
   return e;

@@ -81,7 +81,7 @@ class Int8Engine final : public Engine {
     return {{"r_max", h_.r_max}, {"b_zo", h_.b_zo}, {"b_bp", h_.b_bp}, {"p_zero", p_zero}};
   }
 
-  EngineStep step(const data::Batcher& batcher, int index, std::uint64_t step_seed,
+  EngineStep step(BatchSource& batcher, int index, std::uint64_t step_seed,
                   telemetry::PhaseTimes& times) override {
     int n;
     {
@@ -114,8 +114,8 @@ class Int8Engine final : public Engine {
     return r;
   }
 
-  EvalResult evaluate(const data::ImageSet& test) override {
-    data::Batcher b(test, batch_, false, false, 0, data::Normalisation{});
+  EvalResult evaluate(BatchSource& b) override {
+    b.start_epoch(0);
     double loss = 0;
     std::int64_t correct = 0, total = 0;
     const int classes = net_->num_classes();
