@@ -62,8 +62,10 @@ const std::vector<Key>& schema() {
   static const std::vector<Key> keys = {
       {"name", Type::kString, ZT_FIELD(name), {}, {}, "experiment name (names runs/<name>)"},
       {"seed", Type::kSeed, ZT_FIELD(seed), {}, {}, "seed of every random choice in the run"},
-      {"data.dataset", Type::kEnum, ZT_FIELD(data.dataset), {}, {"mnist", "fashion_mnist"},
-       "image data set (selects the normalisation)"},
+      {"data.dataset", Type::kEnum, ZT_FIELD(data.dataset), {},
+       {"mnist", "fashion_mnist", "modelnet40"},
+       "data set: images (IDX; selects the normalisation) or modelnet40 point clouds (HDF5 "
+       "ply_data_*.h5, e.g. the synthetic set from --make-synthetic-modelnet)"},
       {"data.root", Type::kString, ZT_FIELD(data.root), {}, {},
        "directory with the IDX files; relative: config file's directory if it exists there, "
        "else the current directory"},
@@ -71,7 +73,15 @@ const std::vector<Key>& schema() {
        "use only the first N training images (0 = all)"},
       {"data.test_limit", Type::kInt, ZT_FIELD(data.test_limit), at_least(0), {},
        "use only the first N test images (0 = all)"},
-      {"model.arch", Type::kEnum, ZT_FIELD(model.arch), {}, {"lenet5"}, "network"},
+      {"data.points", Type::kInt, ZT_FIELD(data.points), at_least(1), {},
+       "modelnet40: points per sample (a seeded random subset in training, the first N in "
+       "evaluation)"},
+      {"data.augment", Type::kEnum, ZT_FIELD(data.augment), {},
+       {"none", "rotate", "jitter", "rotate_jitter"},
+       "modelnet40 training augmentation: random rotation about the up (y) axis and/or jitter "
+       "(sigma 0.01, clipped at 0.05), seeded"},
+      {"model.arch", Type::kEnum, ZT_FIELD(model.arch), {}, {"lenet5", "pointnet"},
+       "network: lenet5 (images) | pointnet (point clouds; data.points per sample)"},
       {"model.precision", Type::kEnum, ZT_FIELD(model.precision), {}, {"fp32", "int8"},
        "arithmetic of training: fp32 | int8 = NITI integer training (SPEC 5)"},
       {"method.name", Type::kEnum, ZT_FIELD(method.name), {},
@@ -510,6 +520,12 @@ void validate_combination(const ExperimentConfig& cfg, const std::string& origin
   if (cfg.model.precision == "int8" && cfg.optimizer.name == "adam") {
     throw Error(origin + ": optimizer.name: adam is not used by int8 training (NITI updates "
                          "weights by b_bp-bit rounding); use sgd or leave it unset");
+  }
+  const bool points = cfg.data.dataset == "modelnet40";
+  if (points != (cfg.model.arch == "pointnet")) {
+    throw Error(origin + ": model.arch: '" + cfg.model.arch + "' does not fit data.dataset '" +
+                cfg.data.dataset + "' (pointnet trains on modelnet40, lenet5 on mnist or " +
+                "fashion_mnist)");
   }
 }
 

@@ -11,8 +11,6 @@
 #include <vector>
 
 #include "zotrain/config/config.hpp"
-#include "zotrain/data/batcher.hpp"
-#include "zotrain/data/idx.hpp"
 #include "zotrain/telemetry/memory.hpp"
 #include "zotrain/telemetry/phases.hpp"
 #include "zotrain/train/checkpoint.hpp"
@@ -33,10 +31,17 @@ class BatchSource {
   virtual int fill_raw(int index, std::uint8_t* raw, std::uint8_t* labels) = 0;
 };
 
-// Images from an ImageSet (which must outlive the source): training order shuffled with the
-// last partial batch dropped, evaluation in order with it kept.
-std::unique_ptr<BatchSource> image_source(const data::ImageSet& set, int batch, bool training,
-                                          std::uint64_t seed, data::Normalisation norm);
+// The data of a run, loaded once (images as uint8, point clouds as stored), and its two
+// sources: training order shuffled (seeded) with the last partial batch dropped, evaluation in
+// order with it kept. Throws zt::Error naming the key or file on bad data.
+struct RunData {
+  std::shared_ptr<const void> storage;  // keeps the loaded data set alive
+  std::unique_ptr<BatchSource> train, test;
+  int train_count = 0, test_count = 0;
+  std::size_t bytes = 0;                // the data set in memory
+};
+RunData load_run_data(const config::ExperimentConfig& cfg, const std::string& root, int batch,
+                      std::size_t model_input_floats, std::uint64_t seed);
 
 struct EngineStep {
   double loss = 0;         // mean loss of the batch
@@ -66,6 +71,7 @@ class Engine {
   virtual std::size_t params_zo() const = 0;
   virtual std::size_t params_bp() const = 0;
   virtual std::size_t forward_macs_per_sample() const = 0;
+  virtual std::size_t input_floats() const = 0;  // per sample
   virtual std::vector<LayerRow> layers() const = 0;
   virtual telemetry::PaperMemory paper_memory() const = 0;
   virtual std::size_t planned_bytes() const = 0;  // trainer's buffers + parameters + batch

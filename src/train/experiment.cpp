@@ -15,8 +15,6 @@
 
 #include "zotrain/core/error.hpp"
 #include "zotrain/core/rng.hpp"
-#include "zotrain/data/batcher.hpp"
-#include "zotrain/data/idx.hpp"
 #include "zotrain/nn/lenet5.hpp"
 #include "zotrain/telemetry/memory.hpp"
 #include "zotrain/telemetry/rss.hpp"
@@ -265,24 +263,12 @@ int run_experiment(const RunRequest& req) {
   const int L = engine->num_parametric();
   const int C = engine->partition();
   const std::string root = config::resolve_path(cfg, cfg.data.root);
-  const data::ImageDataset ds = data::load_image_dataset(
-      root, static_cast<int>(cfg.data.train_limit), static_cast<int>(cfg.data.test_limit));
-  if (ds.train.count < batch)
-    throw Error("train.batch_size: " + std::to_string(batch) + " exceeds the " +
-                std::to_string(ds.train.count) + " training images in " + root);
-  const data::Normalisation norm = data::normalisation_for(cfg.data.dataset);
-  {
-    auto probe = nn::make_model(cfg.model.arch, kernels::Isa::kReference);
-    if (static_cast<std::size_t>(ds.train.rows * ds.train.cols) != probe->input_floats())
-      throw Error(root + ": images are " + std::to_string(ds.train.rows) + "x" +
-                  std::to_string(ds.train.cols) + ", the model expects " +
-                  probe->input_shape().str());
-  }
+  const std::uint64_t data_seed = mix64(cfg.seed ^ 0xda7a5eedULL);
+  RunData rd = load_run_data(cfg, root, batch, engine->input_floats(), data_seed);
 
   const auto paper = engine->paper_memory();
   const std::size_t planned = engine->planned_bytes();
-  const std::size_t dataset_bytes = ds.train.pixels.size() + ds.train.labels.size() +
-                                    ds.test.pixels.size() + ds.test.labels.size();
+  const std::size_t dataset_bytes = rd.bytes;
 
   const std::string out = req.output_dir;
   const std::string ckpt_path = out + "/checkpoint.safetensors";
@@ -320,9 +306,9 @@ int run_experiment(const RunRequest& req) {
     buffers.push_back({{"name", name}, {"bytes", bytes}});
   plan["memory"]["planned_buffers"] = buffers;
 
-  spdlog::info("{}: {} {} on {} ({} train / {} test images), C = {} of {} ({} ZO + {} BP params)",
-               cfg.name, cfg.method.name, cfg.model.arch, cfg.data.dataset, ds.train.count,
-               ds.test.count, C, L, engine->params_zo(), engine->params_bp());
+  spdlog::info("{}: {} {} on {} ({} train / {} test samples), C = {} of {} ({} ZO + {} BP params)",
+               cfg.name, cfg.method.name, cfg.model.arch, cfg.data.dataset, rd.train_count,
+               rd.test_count, C, L, engine->params_zo(), engine->params_bp());
 
   if (req.dry_run) {
     if (!req.quiet) print_plan(cfg.name, *engine, paper, planned);
@@ -371,10 +357,7 @@ int run_experiment(const RunRequest& req) {
   g_interrupted.store(false);
   auto previous_handler = std::signal(SIGINT, on_sigint);
 
-  const std::uint64_t data_seed = mix64(cfg.seed ^ 0xda7a5eedULL);
-  const std::unique_ptr<BatchSource> train_src = image_source(ds.train, batch, true, data_seed, norm);
-  const std::unique_ptr<BatchSource> test_src = image_source(ds.test, batch, false, 0, norm);
-  BatchSource& batcher = *train_src;
+  BatchSource& batcher = *rd.train;
   ProgressBar bar(req.progress_bar);
   const std::int64_t epochs = cfg.train.epochs;
   const std::int64_t max_steps = cfg.train.max_steps;
@@ -422,7 +405,7 @@ int run_experiment(const RunRequest& req) {
     EvalResult ev{-1, -1};
     if (last || (cfg.train.eval_every > 0 && (pr.epoch + 1) % cfg.train.eval_every == 0)) {
       ScopedPhase t(pr.acc.times, Phase::kEval);
-      ev = engine->evaluate(*test_src);
+      ev = engine->evaluate(*rd.test);
       last_eval = ev;
     }
     const double epoch_seconds = pr.acc.times.total();
@@ -473,7 +456,7 @@ int run_experiment(const RunRequest& req) {
   if (last_eval.accuracy < 0) {  // e.g. resuming a finished run: report the final accuracy
     PhaseTimes eval_times;
     ScopedPhase t(eval_times, Phase::kEval);
-    last_eval = engine->evaluate(*test_src);
+    last_eval = engine->evaluate(*rd.test);
   }
 
   const std::uint64_t rss = telemetry::peak_rss_bytes();

@@ -23,7 +23,7 @@ std::vector<std::uint8_t> float_bytes(const float* p, std::size_t n) {
 class Fp32Engine final : public Engine {
  public:
   Fp32Engine(const config::ExperimentConfig& cfg, int batch, int threads)
-      : cfg_(cfg), batch_(batch), model_(nn::make_model(cfg.model.arch, kernels::best_isa())) {
+      : cfg_(cfg), batch_(batch), model_(nn::make_model(cfg.model.arch, kernels::best_isa(), static_cast<int>(cfg.data.points))) {
     (void)threads;  // the FP32 trainer sizes per-thread scratch itself
     const int L = model_->num_parametric();
     c_ = config::resolve_partition(cfg.method, L);
@@ -48,6 +48,7 @@ class Fp32Engine final : public Engine {
   std::size_t params_zo() const override { return trainer_->zo_params(); }
   std::size_t params_bp() const override { return trainer_->bp_params(); }
   std::size_t forward_macs_per_sample() const override { return model_->forward_macs_per_sample(); }
+  std::size_t input_floats() const override { return model_->input_floats(); }
 
   std::vector<LayerRow> layers() const override {
     std::vector<LayerRow> rows;
@@ -191,29 +192,7 @@ class Fp32Engine final : public Engine {
   std::vector<std::uint8_t> y_;
 };
 
-class ImageSource final : public BatchSource {
- public:
-  ImageSource(const data::ImageSet& set, int batch, bool training, std::uint64_t seed,
-              data::Normalisation norm)
-      : b_(set, batch, training, training, seed, norm) {}
-  int batches_per_epoch() const override { return b_.batches_per_epoch(); }
-  void start_epoch(int epoch) override { b_.start_epoch(epoch); }
-  std::size_t sample_floats() const override { return static_cast<std::size_t>(b_.sample_floats()); }
-  int fill(int index, float* x, std::uint8_t* labels) override { return b_.fill(index, x, labels); }
-  int fill_raw(int index, std::uint8_t* raw, std::uint8_t* labels) override {
-    return b_.fill_raw(index, raw, labels);
-  }
-
- private:
-  data::Batcher b_;
-};
-
 }  // namespace
-
-std::unique_ptr<BatchSource> image_source(const data::ImageSet& set, int batch, bool training,
-                                          std::uint64_t seed, data::Normalisation norm) {
-  return std::make_unique<ImageSource>(set, batch, training, seed, norm);
-}
 
 std::unique_ptr<Engine> make_fp32_engine(const config::ExperimentConfig& cfg, int batch,
                                          int threads) {

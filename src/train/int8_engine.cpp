@@ -20,7 +20,7 @@ using nlohmann::json;
 class Int8Engine final : public Engine {
  public:
   Int8Engine(const config::ExperimentConfig& cfg, int batch, int threads)
-      : cfg_(cfg), batch_(batch), fp32_(nn::make_model(cfg.model.arch, kernels::Isa::kReference)) {
+      : cfg_(cfg), batch_(batch), fp32_(nn::make_model(cfg.model.arch, kernels::Isa::kReference, static_cast<int>(cfg.data.points))) {
     net_ = nn::make_int8_net(*fp32_, kernels::best_isa());
     macs_ = fp32_->forward_macs_per_sample();
     fp32_.reset();  // only its layer sequence was needed
@@ -42,6 +42,7 @@ class Int8Engine final : public Engine {
   std::size_t params_zo() const override { return trainer_->zo_weights(); }
   std::size_t params_bp() const override { return trainer_->bp_weights(); }
   std::size_t forward_macs_per_sample() const override { return macs_; }
+  std::size_t input_floats() const override { return net_->input_shape().numel(); }
 
   std::vector<LayerRow> layers() const override {
     std::vector<LayerRow> rows;

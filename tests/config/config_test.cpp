@@ -254,7 +254,7 @@ TEST(ConfigTest, RoundTrip) {
 TEST(ConfigTest, DumpAndHelpListEveryKey) {
   const std::string dump = to_json_text(ExperimentConfig{});
   const std::string help = keys_help();
-  ASSERT_EQ(key_names().size(), 30u);
+  ASSERT_EQ(key_names().size(), 32u);
   for (const std::string& k : key_names()) {
     const std::string leaf = k.substr(k.rfind('.') + 1);
     EXPECT_NE(dump.find("\"" + leaf + "\""), std::string::npos) << k;
@@ -264,7 +264,7 @@ TEST(ConfigTest, DumpAndHelpListEveryKey) {
                       "fp32, 256 for int8)"),
             std::string::npos)
       << help;
-  EXPECT_NE(help.find("data.dataset (mnist | fashion_mnist, default \"mnist\")"),
+  EXPECT_NE(help.find("data.dataset (mnist | fashion_mnist | modelnet40, default \"mnist\")"),
             std::string::npos);
 }
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "zotrain/core/error.hpp"
+#include "zotrain/data/synthetic_points.hpp"
 #include "zotrain/train/checkpoint.hpp"
 #include "zotrain/train/experiment.hpp"
 
@@ -83,6 +84,32 @@ TEST_P(ResumeTest, Int8StopAndResumeGivesTheSameWeights) {
                 "model.precision=int8", "int8.sign=integer"});
 }
 
+// PointNet on a small synthetic point-cloud set (BatchNorm running statistics are part of the
+// checkpoint, so the resumed run must match bit for bit).
+std::string synthetic_points_dir() {
+  static const std::string dir = [] {
+    const fs::path d = fresh_dir("synthetic-points");
+    data::SyntheticOptions o;
+    o.classes = 10;
+    o.train_per_class = 26;  // 260 samples: 256 used = 8 batches of 32
+    o.test_per_class = 4;
+    o.points = 64;
+    data::write_synthetic_modelnet(d.string(), o);
+    return d.string();
+  }();
+  return dir;
+}
+
+std::vector<std::string> pointnet_sets(const std::string& method) {
+  return {"method.name=" + method, "train.epochs=2", "optimizer.name=adam",
+          "data.dataset=modelnet40", "model.arch=pointnet", "data.root=" + synthetic_points_dir(),
+          "data.points=32", "data.test_limit=0"};
+}
+
+TEST_P(ResumeTest, PointNetStopAndResumeGivesTheSameWeights) {
+  check_resume(std::string("pointnet-") + GetParam(), pointnet_sets(GetParam()));
+}
+
 INSTANTIATE_TEST_SUITE_P(Methods, ResumeTest,
                          ::testing::Values("full_bp", "full_zo", "elastic_zo"));
 
@@ -151,6 +178,26 @@ TEST(Experiment, InitFromStartsFromTheCheckpointsWeights) {
   rd.init_from = rb.init_from;
   ASSERT_EQ(run_experiment(rd), 0);
   EXPECT_GT(accuracy_of(d), 30.0);
+}
+
+TEST(Experiment, PointNetDryRunReportsThePaperFigure) {
+  const auto d = fresh_dir("dry-pointnet");
+  auto sets = pointnet_sets("full_zo");
+  sets.push_back("optimizer.name=sgd");
+  sets.push_back("data.points=64");
+  RunRequest r = tiny(d.string(), sets);
+  r.dry_run = true;
+  ASSERT_EQ(run_experiment(r), 0);
+  const auto s = nlohmann::json::parse(std::ifstream(d / "summary.json"));
+  EXPECT_EQ(s["params"]["total"], 816744);
+  EXPECT_EQ(s["layers"], 8);
+  EXPECT_GT(s["memory"]["paper"]["total"].get<double>(), 0);
+}
+
+TEST(Experiment, ArchitectureMustFitTheDataSet) {
+  const auto d = fresh_dir("arch-mismatch");
+  EXPECT_THROW(run_experiment(tiny(d.string(), {"model.arch=pointnet"})), Error);
+  EXPECT_FALSE(fs::exists(d));
 }
 
 TEST(Experiment, BadDataLeavesNoOutputDirectory) {

@@ -13,13 +13,15 @@
 namespace zt::config {
 
 struct DataConfig {
-  std::string dataset = "mnist";       // mnist | fashion_mnist
+  std::string dataset = "mnist";       // mnist | fashion_mnist | modelnet40
   std::string root = "data/mnist-subset";  // as written; use resolve_path() (config dir, then cwd)
   std::int64_t train_limit = 0;        // 0 = all
   std::int64_t test_limit = 0;         // 0 = all
+  std::int64_t points = 1024;          // modelnet40: points per sample
+  std::string augment = "rotate_jitter";  // modelnet40 training: none | rotate | jitter | rotate_jitter
 };
 struct ModelConfig {
-  std::string arch = "lenet5";         // lenet5
+  std::string arch = "lenet5";         // lenet5 | pointnet
   std::string precision = "fp32";      // fp32 | int8 (NITI integer training, SPEC 5)
 };
 struct MethodConfig {
