@@ -79,9 +79,11 @@ int Int8Net::forward(int i, int batch, const std::int8_t* x, int ex, std::int8_t
       return ex + l.exponent + requantize_(acc, out_n, y);
     }
     case Int8Op::kLinear:
-      linear_fwd_(batch, static_cast<int>(l.out.numel()), static_cast<int>(l.in.numel()), x, w,
-                  acc);
+    case Int8Op::kPointLinear: {
+      const int rows = l.op == Int8Op::kLinear ? batch : batch * l.in.dims.at(0);
+      linear_fwd_(rows, l.weight_shape[0], l.weight_shape[1], x, w, acc);
       return ex + l.exponent + requantize_(acc, out_n, y);
+    }
     case Int8Op::kRelu:
       kernels::relu_forward_s8(out_n, x, y);
       return ex;
@@ -90,6 +92,9 @@ int Int8Net::forward(int i, int batch, const std::int8_t* x, int ex, std::int8_t
       kernels::maxpool2x2_forward_s8(batch * d[0], d[1], d[2], x, y);
       return ex;
     }
+    case Int8Op::kMaxPoolPoints:
+      kernels::maxpool_points_forward_s8(batch, l.in.dims.at(0), l.in.dims.at(1), x, y);
+      return ex;
   }
   return ex;
 }
@@ -112,13 +117,15 @@ void Int8Net::backward(int i, int batch, const std::int8_t* x, const std::int8_t
       update_(w, grad, l.weight_count, b_bp);
       return;
     }
-    case Int8Op::kLinear: {
-      const int n = static_cast<int>(l.out.numel()), k = static_cast<int>(l.in.numel());
+    case Int8Op::kLinear:
+    case Int8Op::kPointLinear: {
+      const int rows = l.op == Int8Op::kLinear ? batch : batch * l.in.dims.at(0);
+      const int n = l.weight_shape[0], k = l.weight_shape[1];
       if (e_in != nullptr) {
-        linear_bwd_in_(batch, n, k, e_out, w, acc);
+        linear_bwd_in_(rows, n, k, e_out, w, acc);
         requantize_(acc, in_n, e_in);
       }
-      linear_bwd_w_(batch, n, k, e_out, x, grad);
+      linear_bwd_w_(rows, n, k, e_out, x, grad);
       update_(w, grad, l.weight_count, b_bp);
       return;
     }
@@ -130,6 +137,10 @@ void Int8Net::backward(int i, int batch, const std::int8_t* x, const std::int8_t
         const auto& d = l.in.dims;
         kernels::maxpool2x2_backward_s8(batch * d[0], d[1], d[2], x, e_out, e_in);
       }
+      return;
+    case Int8Op::kMaxPoolPoints:
+      if (e_in != nullptr)
+        kernels::maxpool_points_backward_s8(batch, l.in.dims.at(0), l.in.dims.at(1), x, e_out, e_in);
       return;
   }
 }

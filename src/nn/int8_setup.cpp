@@ -28,9 +28,16 @@ std::unique_ptr<Int8Net> make_int8_net(Model& model, kernels::Isa isa) {
       l.conv.out_c = ws[0];
       l.conv.kernel = ws[2];
       l.conv.pad = (l.out.dims.at(1) - l.conv.in_h + l.conv.kernel - 1) / 2;
-    } else if (kind == "linear") {
-      l.op = Int8Op::kLinear;
-      l.weight_shape = src.params().at(0)->shape;  // [N, K]
+    } else if (kind == "linear" || kind == "point_linear") {
+      l.op = kind == "linear" ? Int8Op::kLinear : Int8Op::kPointLinear;
+      l.weight_shape = src.params().at(0)->shape;  // [N, K] (the bias, if any, is dropped)
+    } else if (kind == "batchnorm") {
+      // NITI has no BatchNorm: the per-tensor requantisation after every product keeps the
+      // activations at 7 bits, which is the normalisation an int8 network gets.
+      in = model.output_shape(i);
+      continue;
+    } else if (kind == "maxpool_points") {
+      l.op = Int8Op::kMaxPoolPoints;
     } else if (kind == "relu") {
       l.op = Int8Op::kRelu;
     } else if (kind == "maxpool2x2") {
@@ -100,8 +107,14 @@ std::vector<telemetry::LayerFootprint> int8_footprint(const Int8Net& net) {
     const Int8Layer& l = net.layer(i);
     telemetry::LayerFootprint lf;
     lf.name = l.name;
-    lf.kind = l.op == Int8Op::kConv ? "conv2d" : l.op == Int8Op::kLinear ? "linear"
-            : l.op == Int8Op::kRelu ? "relu" : "maxpool2x2";
+    switch (l.op) {
+      case Int8Op::kConv: lf.kind = "conv2d"; break;
+      case Int8Op::kLinear: lf.kind = "linear"; break;
+      case Int8Op::kPointLinear: lf.kind = "point_linear"; break;
+      case Int8Op::kRelu: lf.kind = "relu"; break;
+      case Int8Op::kMaxPool: lf.kind = "maxpool2x2"; break;
+      case Int8Op::kMaxPoolPoints: lf.kind = "maxpool_points"; break;
+    }
     lf.parametric = l.parametric();
     lf.matmul = l.matmul();
     lf.params = l.weight_count;

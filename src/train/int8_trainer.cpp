@@ -59,7 +59,6 @@ Int8Trainer::Int8Trainer(nn::Int8Net& net, const Int8TrainerOptions& options)
   const int layers = net_.size();
 
   std::size_t pingpong = 0, acc = 0, scratch = 0, err = 0;
-  h_input_ = reserve_bytes(arena_, "input (int8)", B * net_.input_shape().numel());
   h_kept_.assign(static_cast<std::size_t>(layers), -1);
   for (int i = 0; i < layers; ++i) {
     const nn::Int8Layer& l = net_.layer(i);
@@ -97,28 +96,25 @@ const std::int8_t* Int8Trainer::act(int i) const {
 }
 
 std::int8_t* Int8Trainer::act(int i) {
-  int h = h_input_;
-  if (i >= 0) h = i < keep_from_ ? h_pingpong_[i % 2] : h_kept_[static_cast<std::size_t>(i)];
+  if (i < 0) return const_cast<std::int8_t*>(input_);  // read only
+  const int h = i < keep_from_ ? h_pingpong_[i % 2] : h_kept_[static_cast<std::size_t>(i)];
   return reinterpret_cast<std::int8_t*>(arena_.get(h));
 }
 
 void Int8Trainer::forward(int n) {
   auto* acc = reinterpret_cast<std::int32_t*>(arena_.get(h_acc_));
   void* scratch = h_scratch_ >= 0 ? static_cast<void*>(arena_.get(h_scratch_)) : nullptr;
-  int ex = kernels::kPixelExponent;
+  int ex = input_exp_;
   for (int i = 0; i < net_.size(); ++i) ex = net_.forward(i, n, act(i - 1), ex, act(i), acc, scratch);
   last_exp_ = ex;
 }
 
-void Int8Trainer::forward_passes(const std::uint8_t* pixels, int n, std::uint64_t step_seed,
-                                 const Int8Hyper& h) {
+void Int8Trainer::forward_passes(const std::int8_t* x, int exponent, int n,
+                                 std::uint64_t step_seed, const Int8Hyper& h) {
   ZT_CHECK(n > 0 && n <= opt_.batch_size);
   n_ = n;
-  {
-    Timed t(ns_, Phase::kForward);
-    kernels::quantize_pixels_s8(pixels, static_cast<std::size_t>(n) * net_.input_shape().numel(),
-                                act(-1));
-  }
+  input_ = x;
+  input_exp_ = exponent;
   if (zo_weights_ == 0) {
     Timed t(ns_, Phase::kForward);
     forward(n);
@@ -176,10 +172,10 @@ void Int8Trainer::finish(const std::uint8_t* labels, int g, std::uint64_t step_s
   }
 }
 
-Int8Logits Int8Trainer::infer(const std::uint8_t* pixels, int n) {
+Int8Logits Int8Trainer::infer(const std::int8_t* x, int exponent, int n) {
   ZT_CHECK(n > 0 && n <= opt_.batch_size);
-  kernels::quantize_pixels_s8(pixels, static_cast<std::size_t>(n) * net_.input_shape().numel(),
-                              act(-1));
+  input_ = x;
+  input_exp_ = exponent;
   forward(n);
   return {last_logits(), last_exp_};
 }

@@ -171,3 +171,35 @@ TEST(MaxPoolS8, TiesHandCase) {
 
 }  // namespace
 }  // namespace zt::kernels
+
+namespace zt::kernels {
+namespace {
+
+// Max over points: against a plain loop, ties routed to the first maximal point.
+TEST(MaxPoolPointsS8, ForwardAndBackwardMatchPlainLoops) {
+  const int batch = 3, points = 37, channels = 19;
+  SplitMix64 rng(5);
+  std::vector<std::int8_t> x(static_cast<std::size_t>(batch * points * channels));
+  for (auto& v : x) v = static_cast<std::int8_t>(static_cast<int>(rng.below(9)) - 4);  // many ties
+  std::vector<std::int8_t> dy(static_cast<std::size_t>(batch * channels));
+  for (auto& v : dy) v = static_cast<std::int8_t>(static_cast<int>(rng.below(255)) - 127);
+  std::vector<std::int8_t> y(dy.size() + 8, 77), dx(x.size() + 8, 77);
+  maxpool_points_forward_s8(batch, points, channels, x.data(), y.data());
+  maxpool_points_backward_s8(batch, points, channels, x.data(), dy.data(), dx.data());
+  for (int b = 0; b < batch; ++b)
+    for (int c = 0; c < channels; ++c) {
+      int best = 0;
+      for (int p = 1; p < points; ++p)
+        if (x[(b * points + p) * channels + c] > x[(b * points + best) * channels + c]) best = p;
+      EXPECT_EQ(y[b * channels + c], x[(b * points + best) * channels + c]);
+      for (int p = 0; p < points; ++p)
+        EXPECT_EQ(dx[(b * points + p) * channels + c], p == best ? dy[b * channels + c] : 0);
+    }
+  for (int g = 0; g < 8; ++g) {  // guard bytes untouched
+    EXPECT_EQ(y[dy.size() + g], 77);
+    EXPECT_EQ(dx[x.size() + g], 77);
+  }
+}
+
+}  // namespace
+}  // namespace zt::kernels

@@ -9,6 +9,7 @@
 #endif
 
 #include "zotrain/core/rng.hpp"
+#include "zotrain/kernels/quant.hpp"
 #include "zotrain/nn/int8_setup.hpp"
 #include "zotrain/nn/lenet5.hpp"
 #include "zotrain/train/int8_float.hpp"
@@ -52,7 +53,9 @@ std::vector<std::int8_t> train(int partition, int threads, int steps, bool integ
   h.zero_threshold = std::uint64_t{1} << 31;  // p_zero = 0.5
   for (int s = 0; s < steps; ++s) {
     const Batch b = make_batch(100 + static_cast<std::uint64_t>(s));
-    t.forward_passes(b.pixels.data(), kBatch, 1000 + static_cast<std::uint64_t>(s), h);
+    std::vector<std::int8_t> x(b.pixels.size());
+    kernels::quantize_pixels_s8(b.pixels.data(), b.pixels.size(), x.data());
+    t.forward_passes(x.data(), kernels::kPixelExponent, kBatch, 1000 + static_cast<std::uint64_t>(s), h);
     int g = 0;
     if (t.zo_weights() > 0)
       g = integer_sign ? t.integer_sign(b.labels.data())

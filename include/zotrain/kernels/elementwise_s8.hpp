@@ -18,4 +18,11 @@ void maxpool2x2_forward_s8(int planes, int h, int w, const std::int8_t* x, std::
 void maxpool2x2_backward_s8(int planes, int h, int w, const std::int8_t* x,
                             const std::int8_t* dy, std::int8_t* dx);
 
+// Max over points (PointNet's symmetric pool): x [batch, points, channels] → y [batch, channels];
+// backward: dx = 0 except at the first maximal point of each (sample, channel), which gets dy.
+void maxpool_points_forward_s8(int batch, int points, int channels, const std::int8_t* x,
+                               std::int8_t* y);
+void maxpool_points_backward_s8(int batch, int points, int channels, const std::int8_t* x,
+                                const std::int8_t* dy, std::int8_t* dx);
+
 }  // namespace zt::kernels

@@ -21,7 +21,9 @@
 
 namespace zt::nn {
 
-enum class Int8Op { kConv, kLinear, kRelu, kMaxPool };
+// kPointLinear: a linear layer applied to every point ([N, K] → [N, M] per sample);
+// kMaxPoolPoints: max over points ([N, C] → [C]).
+enum class Int8Op { kConv, kLinear, kPointLinear, kRelu, kMaxPool, kMaxPoolPoints };
 
 struct Int8Layer {
   std::string name;
@@ -32,7 +34,9 @@ struct Int8Layer {
   std::size_t weight_offset = 0, weight_count = 0;
   int exponent = 0;                 // e_W
   bool parametric() const { return weight_count > 0; }
-  bool matmul() const { return op == Int8Op::kConv || op == Int8Op::kLinear; }
+  bool matmul() const {
+    return op == Int8Op::kConv || op == Int8Op::kLinear || op == Int8Op::kPointLinear;
+  }
 };
 
 class Int8Net {

@@ -53,8 +53,9 @@ class Int8Trainer {
  public:
   Int8Trainer(nn::Int8Net& net, const Int8TrainerOptions& options);
 
-  // pixels [n, input] uint8 (quantised here: p >> 1, exponent −7), n ≤ batch_size.
-  void forward_passes(const std::uint8_t* pixels, int n, std::uint64_t step_seed,
+  // x [n, input] int8 with exponent `exponent` (e.g. pixels p >> 1 with −7), n ≤ batch_size;
+  // x must stay valid until finish().
+  void forward_passes(const std::int8_t* x, int exponent, int n, std::uint64_t step_seed,
                       const Int8Hyper& h);
   Int8Logits logits_plus() const { return {plus_logits_, plus_exp_}; }    // ZO only
   Int8Logits logits_minus() const { return {last_logits(), last_exp_}; }  // the last pass
@@ -62,7 +63,7 @@ class Int8Trainer {
   void finish(const std::uint8_t* labels, int g, std::uint64_t step_seed, const Int8Hyper& h);
 
   // Forward at the current weights (evaluation).
-  Int8Logits infer(const std::uint8_t* pixels, int n);
+  Int8Logits infer(const std::int8_t* x, int exponent, int n);
 
   const Int8TrainerOptions& options() const { return opt_; }
   int segment_start() const { return seg_; }
@@ -81,11 +82,12 @@ class Int8Trainer {
 
   nn::Int8Net& net_;
   Int8TrainerOptions opt_;
-  int seg_ = 0, keep_from_ = 0, n_ = 0;
+  int seg_ = 0, keep_from_ = 0, n_ = 0, input_exp_ = 0;
+  const std::int8_t* input_ = nullptr;
   std::size_t zo_weights_ = 0;
   Arena arena_;
   std::vector<int> h_kept_;  // per layer: handle of its kept output, −1 = ping-pong
-  int h_input_ = -1, h_pingpong_[2] = {-1, -1}, h_acc_ = -1, h_grad_ = -1, h_err_[2] = {-1, -1},
+  int h_pingpong_[2] = {-1, -1}, h_acc_ = -1, h_grad_ = -1, h_err_[2] = {-1, -1},
       h_scratch_ = -1, h_plus_ = -1;
   std::int8_t* plus_logits_ = nullptr;
   int plus_exp_ = 0, last_exp_ = 0;

@@ -123,4 +123,34 @@ void maxpool2x2_backward_s8(int planes, int h, int w, const std::int8_t* x,
   });
 }
 
+void maxpool_points_forward_s8(int batch, int points, int channels, const std::int8_t* x,
+                               std::int8_t* y) {
+  for (int b = 0; b < batch; ++b) {
+    const std::int8_t* xb = x + static_cast<std::ptrdiff_t>(b) * points * channels;
+    std::int8_t* yb = y + static_cast<std::ptrdiff_t>(b) * channels;
+    for (int c = 0; c < channels; ++c) yb[c] = points > 0 ? xb[c] : std::int8_t{0};
+    for (int p = 1; p < points; ++p) {
+      const std::int8_t* row = xb + static_cast<std::ptrdiff_t>(p) * channels;
+      for (int c = 0; c < channels; ++c) yb[c] = row[c] > yb[c] ? row[c] : yb[c];
+    }
+  }
+}
+
+void maxpool_points_backward_s8(int batch, int points, int channels, const std::int8_t* x,
+                                const std::int8_t* dy, std::int8_t* dx) {
+  const std::size_t per = static_cast<std::size_t>(points) * static_cast<std::size_t>(channels);
+  for (int b = 0; b < batch; ++b) {
+    const std::int8_t* xb = x + static_cast<std::size_t>(b) * per;
+    std::int8_t* db = dx + static_cast<std::size_t>(b) * per;
+    std::fill(db, db + per, std::int8_t{0});
+    for (int c = 0; c < channels; ++c) {
+      int best = 0;  // first maximum
+      for (int p = 1; p < points; ++p)
+        if (xb[static_cast<std::ptrdiff_t>(p) * channels + c] > xb[static_cast<std::ptrdiff_t>(best) * channels + c]) best = p;
+      if (points > 0)
+        db[static_cast<std::ptrdiff_t>(best) * channels + c] = dy[static_cast<std::ptrdiff_t>(b) * channels + c];
+    }
+  }
+}
+
 }  // namespace zt::kernels
