@@ -61,6 +61,8 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
       in_channels_ = model_.input_shape().dims[1];
       for (int i = 0; i < pool_; ++i)
         if (dynamic_cast<nn::BatchNorm*>(&model_.layer(i)) != nullptr) stack_bn_.push_back(i);
+      fuse_tail_ = !stack_bn_.empty() && stack_bn_.back() == pool_ - 2 &&
+                   dynamic_cast<nn::Relu*>(&model_.layer(pool_ - 1)) != nullptr;
     }
   }
   std::size_t chunk_width = 0;  // widest per-point activation of the stack
@@ -111,6 +113,8 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
     const std::size_t rows = B * static_cast<std::size_t>(chunk_points_);
     h_chunk_in_ = arena_.reserve("activation.chunk.input", rows * static_cast<std::size_t>(in_channels_));
     for (int k = 0; k < 2; ++k) h_chunk_[k] = arena_.reserve("activation.chunk", rows * chunk_width);
+    if (fuse_tail_)
+      h_extremes_ = arena_.reserve("activation.pool.extremes", 2 * B * model_.output_floats(pool_));
   }
   if (bp) {
     for (int k = 0; k < 2; ++k) h_err_[k] = arena_.reserve("error.pingpong", err_floats);
@@ -168,21 +172,52 @@ const float* Fp32Trainer::chunk_input(const float* x, int i, int set, int b0) co
   return chunk_output(i - 1, set, b0);
 }
 
+namespace {
+
+// Running per-channel max and min over chunks of points: x [B, np, C]; mx, mn [B, C]; first
+// starts them. Same `v > best` scan as the max-pool.
+void running_extremes(int batch, std::size_t np, std::size_t C, bool first, const float* x,
+                      float* mx, float* mn) {
+#pragma omp parallel for schedule(static) if (batch > 1 && np * C >= (std::size_t{1} << 16))
+  for (int b = 0; b < batch; ++b) {
+    const float* xb = x + static_cast<std::size_t>(b) * np * C;
+    float* hi = mx + static_cast<std::size_t>(b) * C;
+    float* lo = mn + static_cast<std::size_t>(b) * C;
+    if (first)
+      for (std::size_t c = 0; c < C; ++c) hi[c] = lo[c] = xb[c];
+    for (std::size_t n = first ? 1 : 0; n < np; ++n)
+      for (std::size_t c = 0; c < C; ++c) {
+        const float v = xb[n * C + c];
+        hi[c] = v > hi[c] ? v : hi[c];
+        lo[c] = v < lo[c] ? v : lo[c];
+      }
+  }
+}
+
+}  // namespace
+
 // Lean: the per-point stack on chunks of points into the running max-pool (see the header).
 void Fp32Trainer::forward_point_stack(const float* x, int n, int set) {
   const bool training = model_.training();
   const std::size_t C0 = static_cast<std::size_t>(in_channels_);
   const std::size_t N = static_cast<std::size_t>(points_);
+  const std::size_t nbn = stack_bn_.size();
   float* in = arena_.get(h_chunk_in_);
   float* pool_out = layer_output(pool_, set);
   auto& pool = static_cast<nn::MaxPoolPoints&>(model_.layer(pool_));
+  const std::size_t pool_c = model_.output_floats(pool_);
+  float* ext_max = fuse_tail_ ? arena_.get(h_extremes_) : nullptr;
+  float* ext_min = fuse_tail_ ? ext_max + static_cast<std::size_t>(n) * pool_c : nullptr;
   if (!training)  // evaluation: every BatchNorm normalises with its running statistics
     for (int i : stack_bn_) static_cast<nn::BatchNorm&>(model_.layer(i)).finish_statistics();
-  // Training: one pass per BatchNorm (accumulating its statistics), then the pass to the pool.
-  for (std::size_t k = training ? 0 : stack_bn_.size(); k <= stack_bn_.size(); ++k) {
-    const bool stats = k < stack_bn_.size();
-    const int target = stats ? stack_bn_[k] : pool_;
-    nn::BatchNorm* bn = stats ? &static_cast<nn::BatchNorm&>(model_.layer(target)) : nullptr;
+  // Training: one pass per BatchNorm (accumulating its statistics), then the pass to the pool —
+  // folded into the last BatchNorm's pass when fuse_tail_. Evaluation: the last pass only.
+  const std::size_t last = fuse_tail_ ? nbn - 1 : nbn;
+  for (std::size_t k = training ? 0 : last; k <= last; ++k) {
+    const int target = k < nbn ? stack_bn_[k] : pool_;
+    nn::BatchNorm* bn =
+        training && k < nbn ? &static_cast<nn::BatchNorm&>(model_.layer(target)) : nullptr;
+    const bool to_pool = k == last;
     if (bn != nullptr) bn->begin_statistics();
     for (std::size_t p0 = 0; p0 < N; p0 += static_cast<std::size_t>(chunk_points_)) {
       const std::size_t np = std::min(static_cast<std::size_t>(chunk_points_), N - p0);
@@ -195,12 +230,24 @@ void Fp32Trainer::forward_point_stack(const float* x, int n, int set) {
         model_.layer(i).forward_rows(static_cast<std::size_t>(n) * np, cur, out, scratch_);
         cur = out;
       }
-      if (bn != nullptr)
-        bn->accumulate_statistics(n, np, cur);
-      else
+      if (bn != nullptr) bn->accumulate_statistics(n, np, cur);
+      if (to_pool && fuse_tail_)
+        running_extremes(n, np, pool_c, p0 == 0, cur, ext_max, ext_min);
+      else if (to_pool)
         pool.forward_points(n, static_cast<int>(np), p0 == 0, cur, pool_out);
     }
     if (bn != nullptr) bn->finish_statistics();
+  }
+  if (fuse_tail_) {  // pool = ReLU(BN(max x)) where BN increases, ReLU(BN(min x)) where it falls
+    auto& bn = static_cast<nn::BatchNorm&>(model_.layer(pool_ - 2));
+    const float* scale = bn.scale();
+    for (int b = 0; b < n; ++b)
+      for (std::size_t c = 0; c < pool_c; ++c) {
+        const std::size_t i = static_cast<std::size_t>(b) * pool_c + c;
+        if (scale[c] < 0.0f) ext_max[i] = ext_min[i];
+      }
+    bn.forward_rows(static_cast<std::size_t>(n), ext_max, pool_out, scratch_);
+    model_.layer(pool_ - 1).forward_rows(static_cast<std::size_t>(n), pool_out, pool_out, scratch_);
   }
 }
 

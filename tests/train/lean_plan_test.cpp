@@ -34,6 +34,7 @@ struct RunSpec {
   int points = 64, batch = 4, partition = 6, steps = 3, threads = 1, chunk_points = 0;
   MemoryPlan plan = MemoryPlan::kLean;
   BpActivations bp = BpActivations::kMinus;
+  bool negative_gamma = false;  // flip γ of every odd channel of every BatchNorm
 };
 
 int set_threads(int threads) {  // returns the previous setting
@@ -53,6 +54,10 @@ Result train(const RunSpec& s) {
   const int threads_before = set_threads(s.threads);
   auto m = nn::make_pointnet(s.points, kernels::best_isa());
   m->init(21);
+  if (s.negative_gamma)
+    for (nn::ParamTensor* p : m->params())
+      if (p->name.ends_with(".bn.weight"))
+        for (std::size_t c = 1; c < p->size(); c += 2) p->data[c] = -0.75f;
   Fp32TrainerOptions o;
   o.partition = s.partition;
   o.batch_size = s.batch;
@@ -125,6 +130,20 @@ TEST(LeanPlan, SameWeightsWithAveragedBackpropActivations) {
   const Result whole = train(s);
   s.plan = MemoryPlan::kLean;
   expect_identical(train(s), whole, "average");
+}
+
+// Decreasing normalisations (γ < 0): the folded last pass pools the minimum of mlp5's output.
+TEST(LeanPlan, SameWeightsWithNegativeBatchNormScales) {
+  for (int c : {6, 8}) {
+    RunSpec s;
+    s.partition = c;
+    s.negative_gamma = true;
+    s.chunk_points = 32;
+    s.plan = MemoryPlan::kWholeBatch;
+    const Result whole = train(s);
+    s.plan = MemoryPlan::kLean;
+    expect_identical(train(s), whole, "negative γ, C " + std::to_string(c));
+  }
 }
 
 // The real point count, batch 2 (auto chunk: 512 points; and 32-point chunks).

@@ -55,6 +55,9 @@ class BatchNorm final : public Layer {
   void begin_statistics();
   void accumulate_statistics(int segments, std::size_t seg_rows, const float* x);
   void finish_statistics() { finish(update_stats_); }
+  // γ/√(σ² + eps) per channel [C] of the current statistics (its sign tells whether the
+  // normalisation is increasing or decreasing in x).
+  const float* scale() const { return scale_.data(); }
   // Accumulates dγ, dβ (when bound); dx unless null. Training mode: the full batch-norm
   // backward through μ and σ²; evaluation mode: the affine map of the running statistics.
   void backward(int batch, const float* x, const float* y, const float* dy, float* dx,

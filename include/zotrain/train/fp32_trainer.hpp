@@ -18,7 +18,12 @@
 // [B, N, C] tensor exists. BatchNorm in training mode needs its statistics over all B·N rows
 // before it can normalise: pass k streams the chunks through the layers before the k-th
 // BatchNorm (earlier ones normalising with their finished statistics) and accumulates its
-// statistics; the last pass runs the whole stack into the pool. BatchNorm forms its statistics in
+// statistics; the last pass runs the whole stack into the pool. When the stack ends in
+// BatchNorm → ReLU → pool, that last pass is folded into the last BatchNorm's: x ↦ ReLU((x − μ)·s
+// + β) is monotone in x (increasing for s ≥ 0, decreasing for s < 0; each float operation is), so
+// the pooled value is that map of the per-channel max (or min) of the raw x, and the pass that
+// accumulates the last statistics also tracks those extremes (exact for finite activations; a
+// NaN statistic gives 0 in both). BatchNorm forms its statistics in
 // one fixed block order for whole batches and chunks alike, the GEMM's per-row sums do not
 // depend on the row count and the pool compares in point order, so the lean plan's results are
 // bit-identical to the whole-batch plan's (MemoryPlan::kWholeBatch): same logits, running
@@ -144,7 +149,8 @@ class Fp32Trainer {
   bool lean_ = false;
   int pool_ = -1, points_ = 0, in_channels_ = 0, chunk_points_ = 0;
   std::vector<int> stack_bn_;
-  int h_chunk_in_ = -1, h_chunk_[2] = {-1, -1};
+  bool fuse_tail_ = false;  // stack ends BatchNorm → ReLU → pool: fold the last pass (above)
+  int h_chunk_in_ = -1, h_chunk_[2] = {-1, -1}, h_extremes_ = -1;  // extremes: max, min [B, C]
   kernels::PerturbGaussianF32Fn perturb_;
 };
 
