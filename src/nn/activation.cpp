@@ -13,7 +13,12 @@ Relu::Relu(std::string name, kernels::Isa isa)
 
 Shape Relu::infer(const Shape& in) {
   numel_ = in.numel();
+  row_ = in.dims.empty() ? 1 : static_cast<std::size_t>(in.dims.back());
   return in;
+}
+
+void Relu::forward_rows(std::size_t rows, const float* x, float* y, float* /*scratch*/) {
+  fwd_(rows * row_, x, y);
 }
 
 void Relu::forward(int batch, const float* x, float* y, float* /*scratch*/) {
@@ -63,13 +68,20 @@ std::size_t MaxPoolPoints::scratch_floats(int batch) const {
 }
 
 void MaxPoolPoints::forward(int batch, const float* x, float* y, float* /*scratch*/) {
-  const std::size_t C = static_cast<std::size_t>(c_), N = static_cast<std::size_t>(n_);
+  forward_points(batch, n_, true, x, y);
+}
+
+void MaxPoolPoints::forward_points(int batch, int np, bool first, const float* x,
+                                   float* y) const {
+  const std::size_t C = static_cast<std::size_t>(c_), N = static_cast<std::size_t>(np);
+  if (np <= 0) return;
 #pragma omp parallel for schedule(static) if (batch > 1 && N * C >= (std::size_t{1} << 16))
   for (int b = 0; b < batch; ++b) {
     const float* xb = x + static_cast<std::size_t>(b) * N * C;
     float* yb = y + static_cast<std::size_t>(b) * C;
-    for (std::size_t c = 0; c < C; ++c) yb[c] = xb[c];
-    for (std::size_t n = 1; n < N; ++n)
+    if (first)
+      for (std::size_t c = 0; c < C; ++c) yb[c] = xb[c];
+    for (std::size_t n = first ? 1 : 0; n < N; ++n)
       for (std::size_t c = 0; c < C; ++c) {
         const float v = xb[n * C + c];
         yb[c] = v > yb[c] ? v : yb[c];

@@ -8,9 +8,9 @@
 namespace zt::nn {
 namespace {
 
-// Channels are reduced in blocks of kBlock (one thread per block: each channel's sum is formed
-// in row order by one thread, so results do not depend on the thread count); rows are summed in
-// float over kRowChunk rows, then into double.
+// Channels are reduced in blocks of kBlock (one thread per block: each channel's sums are formed
+// in a fixed order by one thread, so results do not depend on the thread count); rows are summed
+// in float over kRowChunk rows, then into double.
 constexpr int kBlock = 64;
 constexpr std::size_t kRowChunk = 32;
 constexpr std::size_t kParallelMin = std::size_t{1} << 16;  // elements
@@ -27,7 +27,20 @@ void reduce_rows(std::size_t rows, int nc, double* s, F f) {
   }
 }
 
+// y[r, c] = (x[r, c] − mean[c])·scale[c] + beta[c]; the one formula of every normalisation.
+void normalise(std::size_t rows, std::size_t C, const float* x, float* y, const float* mean,
+               const float* scale, const float* beta) {
+#pragma omp parallel for schedule(static) if (rows * C >= kParallelMin)
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * C;
+    float* yr = y + r * C;
+    for (std::size_t c = 0; c < C; ++c) yr[c] = (xr[c] - mean[c]) * scale[c] + beta[c];
+  }
+}
+
 }  // namespace
+
+static_assert(BatchNorm::kStatRowBlock == static_cast<int>(kRowChunk));
 
 BatchNorm::BatchNorm(std::string name, int channels, float momentum, float eps)
     : Layer(std::move(name)),
@@ -39,6 +52,12 @@ BatchNorm::BatchNorm(std::string name, int channels, float momentum, float eps)
       running_mean_{this->name() + ".running_mean", {channels}},
       running_var_{this->name() + ".running_var", {channels}} {
   ZT_CHECK(channels >= 1);
+  const std::size_t C = static_cast<std::size_t>(channels);
+  acc_mean_.assign(C, 0.0);
+  acc_m2_.assign(C, 0.0);
+  mean_.assign(C, 0.0f);
+  inv_std_.assign(C, 1.0f);
+  scale_.assign(C, 1.0f);
 }
 
 Shape BatchNorm::infer(const Shape& in) {
@@ -64,73 +83,113 @@ std::size_t BatchNorm::scratch_floats(int /*batch*/) const {
   return 4 * static_cast<std::size_t>(c_);
 }
 
-void BatchNorm::statistics(std::size_t rows, const float* x, float* mean, float* inv_std,
-                           float* var) const {
-  const std::size_t C = static_cast<std::size_t>(c_);
-  if (!training_) {
-    for (int c = 0; c < c_; ++c) {
-      mean[c] = running_mean_.data[c];
-      inv_std[c] = 1.0f / std::sqrt(running_var_.data[c] + eps_);
-    }
-    return;
-  }
-  const int blocks = (c_ + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) if (blocks > 1 && rows * C >= kParallelMin)
-  for (int blk = 0; blk < blocks; ++blk) {
-    const int c0 = blk * kBlock, nc = std::min(kBlock, c_ - c0);
-    const float* xb = x + c0;
-    double s[kBlock] = {}, q[kBlock] = {};
-    reduce_rows(rows, nc, s, [&](std::size_t r, int j) { return xb[r * C + j]; });
-    float m[kBlock];
-    for (int j = 0; j < nc; ++j) m[j] = static_cast<float>(s[j] / static_cast<double>(rows));
-    reduce_rows(rows, nc, q, [&](std::size_t r, int j) {
-      const float d = xb[r * C + j] - m[j];
-      return d * d;
-    });
-    for (int j = 0; j < nc; ++j) {
-      const float v = static_cast<float>(q[j] / static_cast<double>(rows));
-      mean[c0 + j] = m[j];
-      inv_std[c0 + j] = 1.0f / std::sqrt(v + eps_);
-      if (var != nullptr) var[c0 + j] = v;
-    }
-  }
+void BatchNorm::begin_statistics() {
+  acc_n_ = 0;
+  std::fill(acc_mean_.begin(), acc_mean_.end(), 0.0);
+  std::fill(acc_m2_.begin(), acc_m2_.end(), 0.0);
 }
 
-void BatchNorm::forward(int batch, const float* x, float* y, float* scratch) {
-  const std::size_t rows = static_cast<std::size_t>(batch) * static_cast<std::size_t>(rows_);
+void BatchNorm::accumulate_statistics(int segments, std::size_t seg_rows, const float* x) {
+  if (segments <= 0 || seg_rows == 0) return;
   const std::size_t C = static_cast<std::size_t>(c_);
-  float* mean = scratch;
-  float* inv_std = scratch + C;
-  float* var = scratch + 2 * C;
-  statistics(rows, x, mean, inv_std, training_ ? var : nullptr);
-  if (training_ && update_stats_) {
+  const std::size_t S = static_cast<std::size_t>(segments);
+  const int blocks = (c_ + kBlock - 1) / kBlock;
+  const double n0 = acc_n_;
+#pragma omp parallel for schedule(static) if (blocks > 1 && S * seg_rows * C >= kParallelMin)
+  for (int blk = 0; blk < blocks; ++blk) {
+    const int c0 = blk * kBlock, nc = std::min(kBlock, c_ - c0);
+    double* am = acc_mean_.data() + c0;
+    double* a2 = acc_m2_.data() + c0;
+    double n = n0;
+    for (std::size_t r0 = 0; r0 < seg_rows; r0 += kRowChunk) {
+      const std::size_t r1 = std::min(seg_rows, r0 + kRowChunk);
+      const float nb = static_cast<float>(r1 - r0);
+      const double dnb = static_cast<double>(r1 - r0);
+      for (std::size_t s = 0; s < S; ++s) {
+        const float* xb = x + (s * seg_rows) * C + c0;
+        float sum[kBlock] = {}, q[kBlock] = {}, mb[kBlock];
+        for (std::size_t r = r0; r < r1; ++r)
+          for (int j = 0; j < nc; ++j) sum[j] += xb[r * C + j];
+        for (int j = 0; j < nc; ++j) mb[j] = sum[j] / nb;
+        for (std::size_t r = r0; r < r1; ++r)
+          for (int j = 0; j < nc; ++j) {
+            const float d = xb[r * C + j] - mb[j];
+            q[j] += d * d;
+          }
+        // Merge the block (count nb, mean sum/nb, M2 about that mean) into the running totals.
+        const double nn = n + dnb;
+        for (int j = 0; j < nc; ++j) {
+          const double bm = static_cast<double>(sum[j]) / dnb;
+          const double off = bm - static_cast<double>(mb[j]);
+          const double m2b = static_cast<double>(q[j]) - dnb * off * off;
+          const double delta = bm - am[j];
+          am[j] += delta * (dnb / nn);
+          a2[j] += std::max(m2b, 0.0) + delta * delta * (n * dnb / nn);
+        }
+        n = nn;
+      }
+    }
+  }
+  acc_n_ = n0 + static_cast<double>(S * seg_rows);
+}
+
+void BatchNorm::finish(bool update_running) {
+  const std::size_t C = static_cast<std::size_t>(c_);
+  if (!training_) {
+    for (std::size_t c = 0; c < C; ++c) {
+      mean_[c] = running_mean_.data[c];
+      inv_std_[c] = 1.0f / std::sqrt(running_var_.data[c] + eps_);
+    }
+  } else {
+    ZT_CHECK(acc_n_ >= 1);
+    const double rows = acc_n_;
     const float m = momentum_;
     const float unbias = rows > 1 ? static_cast<float>(rows) / static_cast<float>(rows - 1) : 1.0f;
     for (std::size_t c = 0; c < C; ++c) {
-      running_mean_.data[c] = (1 - m) * running_mean_.data[c] + m * mean[c];
-      running_var_.data[c] = (1 - m) * running_var_.data[c] + m * var[c] * unbias;
+      const float mu = static_cast<float>(acc_mean_[c]);
+      const float v = static_cast<float>(acc_m2_[c] / rows);
+      mean_[c] = mu;
+      inv_std_[c] = 1.0f / std::sqrt(v + eps_);
+      if (update_running) {
+        running_mean_.data[c] = (1 - m) * running_mean_.data[c] + m * mu;
+        running_var_.data[c] = (1 - m) * running_var_.data[c] + m * v * unbias;
+      }
     }
   }
-  float* scale = scratch + 3 * C;  // γ / √(σ² + eps)
-  for (std::size_t c = 0; c < C; ++c) scale[c] = weight_.data[c] * inv_std[c];
-  const float* beta = bias_.data;
-#pragma omp parallel for schedule(static) if (rows * C >= kParallelMin)
-  for (std::size_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * C;
-    float* yr = y + r * C;
-    for (std::size_t c = 0; c < C; ++c) yr[c] = (xr[c] - mean[c]) * scale[c] + beta[c];
+  for (std::size_t c = 0; c < C; ++c) scale_[c] = weight_.data[c] * inv_std_[c];
+}
+
+void BatchNorm::batch_statistics(int batch, const float* x, bool update_running) {
+  begin_statistics();
+  if (training_) {
+    // [B, N, C]: B samples of N rows; [C]: the B rows are one run of rows.
+    if (rows_ == 1)
+      accumulate_statistics(1, static_cast<std::size_t>(batch), x);
+    else
+      accumulate_statistics(batch, static_cast<std::size_t>(rows_), x);
   }
+  finish(update_running);
+}
+
+void BatchNorm::forward(int batch, const float* x, float* y, float* /*scratch*/) {
+  const std::size_t rows = static_cast<std::size_t>(batch) * static_cast<std::size_t>(rows_);
+  batch_statistics(batch, x, update_stats_);
+  normalise(rows, static_cast<std::size_t>(c_), x, y, mean_.data(), scale_.data(), bias_.data);
+}
+
+void BatchNorm::forward_rows(std::size_t rows, const float* x, float* y, float* /*scratch*/) {
+  normalise(rows, static_cast<std::size_t>(c_), x, y, mean_.data(), scale_.data(), bias_.data);
 }
 
 void BatchNorm::backward(int batch, const float* x, const float* /*y*/, const float* dy, float* dx,
                          float* scratch) {
   const std::size_t rows = static_cast<std::size_t>(batch) * static_cast<std::size_t>(rows_);
   const std::size_t C = static_cast<std::size_t>(c_);
-  float* mean = scratch;
-  float* inv_std = scratch + C;
-  float* sum_dy = scratch + 2 * C;       // Σ dy
-  float* sum_dy_xhat = scratch + 3 * C;  // Σ dy · x̂
-  statistics(rows, x, mean, inv_std, nullptr);
+  batch_statistics(batch, x, false);  // the forward's μ, σ² again; running stats untouched
+  const float* mean = mean_.data();
+  const float* inv_std = inv_std_.data();
+  float* sum_dy = scratch;           // Σ dy
+  float* sum_dy_xhat = scratch + C;  // Σ dy · x̂
   const int blocks = (c_ + kBlock - 1) / kBlock;
 #pragma omp parallel for schedule(static) if (blocks > 1 && rows * C >= kParallelMin)
   for (int blk = 0; blk < blocks; ++blk) {

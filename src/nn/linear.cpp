@@ -82,9 +82,13 @@ std::size_t PointLinear::forward_macs() const {
   return static_cast<std::size_t>(points_) * static_cast<std::size_t>(in_) * out_;
 }
 
-void PointLinear::forward(int batch, const float* x, float* y, float* /*scratch*/) {
-  // y[B·N, O] = (b broadcast) + x[B·N, I] · W[O, I]ᵀ
-  const int rows = batch * points_;
+void PointLinear::forward(int batch, const float* x, float* y, float* scratch) {
+  forward_rows(static_cast<std::size_t>(batch) * static_cast<std::size_t>(points_), x, y, scratch);
+}
+
+void PointLinear::forward_rows(std::size_t nrows, const float* x, float* y, float* /*scratch*/) {
+  // y[rows, O] = (b broadcast) + x[rows, I] · W[O, I]ᵀ
+  const int rows = static_cast<int>(nrows);
   if (has_bias_)
     for (int r = 0; r < rows; ++r)
       for (int o = 0; o < out_; ++o) y[static_cast<std::size_t>(r) * out_ + o] = bias_.data[o];

@@ -4,6 +4,11 @@
 
 namespace zt::nn {
 
+void Layer::forward_rows(std::size_t /*rows*/, const float* /*x*/, float* /*y*/,
+                         float* /*scratch*/) {
+  ZT_CHECK_MSG(false, name() + " (" + kind() + ") has no row-wise forward");
+}
+
 Model::Model(std::string arch, Shape input, std::vector<std::unique_ptr<Layer>> layers)
     : arch_(std::move(arch)), input_(std::move(input)), layers_(std::move(layers)) {
   ZT_CHECK(!layers_.empty());

@@ -5,6 +5,8 @@
 
 #include "zotrain/core/error.hpp"
 #include "zotrain/kernels/softmax_xent.hpp"
+#include "zotrain/nn/activation.hpp"
+#include "zotrain/nn/batchnorm.hpp"
 
 #ifdef ZT_OPENMP
 #include <omp.h>
@@ -42,15 +44,55 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
   const bool bp = opt_.partition < L;
   sets_ = (zo && bp && opt_.bp_activations == BpActivations::kAverage) ? 2 : 1;
 
+  // Lean plan: a per-point stack of row-wise layers ending in MaxPoolPoints, all in the ZO part.
+  if (opt_.plan == MemoryPlan::kLean && model_.input_shape().dims.size() == 2) {
+    int pool = -1;
+    for (int i = 0; i < n; ++i) {
+      if (dynamic_cast<nn::MaxPoolPoints*>(&model_.layer(i)) != nullptr) {
+        pool = i;
+        break;
+      }
+      if (!model_.layer(i).row_wise()) break;
+    }
+    if (pool >= 1 && pool < seg_) {
+      lean_ = true;
+      pool_ = pool;
+      points_ = model_.input_shape().dims[0];
+      in_channels_ = model_.input_shape().dims[1];
+      for (int i = 0; i < pool_; ++i)
+        if (dynamic_cast<nn::BatchNorm*>(&model_.layer(i)) != nullptr) stack_bn_.push_back(i);
+      fuse_tail_ = !stack_bn_.empty() && stack_bn_.back() == pool_ - 2 &&
+                   dynamic_cast<nn::Relu*>(&model_.layer(pool_ - 1)) != nullptr;
+    }
+  }
+  std::size_t chunk_width = 0;  // widest per-point activation of the stack
+  if (lean_) {
+    for (int i = 0; i < pool_; ++i)
+      chunk_width = std::max(chunk_width, static_cast<std::size_t>(model_.output_shape(i).dims.back()));
+    constexpr int kBlock = nn::BatchNorm::kStatRowBlock;
+    int p = opt_.chunk_points;
+    if (p <= 0) {
+      const std::size_t fit = kLeanChunkFloats / (B * chunk_width);
+      p = std::max(kBlock, static_cast<int>(std::min<std::size_t>(fit, 1u << 24)) / kBlock * kBlock);
+    }
+    ZT_CHECK_MSG(p >= points_ || p % kBlock == 0,
+                 "chunk_points must be a multiple of " + std::to_string(kBlock));
+    chunk_points_ = std::min(p, points_);
+  }
+
 #ifdef ZT_OPENMP
   threads_ = std::max(1, omp_get_max_threads());
 #endif
   std::size_t pp_floats = 0, err_floats = 0, scratch_floats = 0;
   const int chunk = std::min(kForwardChunk, opt_.batch_size);
   for (int i = 0; i < n; ++i) {
-    if (i < keep_from_) pp_per_sample_ = std::max(pp_per_sample_, model_.output_floats(i));
+    // Lean: the stack's activations live in the chunk buffers; the pool's [B, C] and what
+    // follows are whole-batch.
+    if (i < keep_from_ && !(lean_ && i < pool_))
+      pp_per_sample_ = std::max(pp_per_sample_, model_.output_floats(i));
     if (i >= seg_) err_floats = std::max(err_floats, model_.output_floats(i) * B);
-    if (i >= seg_ || i >= chunked_until_)  // these run on the whole batch
+    const bool streamed = lean_ && i <= pool_;  // chunk-level calls, no scratch
+    if (!streamed && (i >= seg_ || i >= chunked_until_))  // these run on the whole batch
       scratch_floats = std::max(scratch_floats, model_.layer(i).scratch_floats(opt_.batch_size));
     chunk_scratch_floats_ = std::max(chunk_scratch_floats_, model_.layer(i).scratch_floats(chunk));
   }
@@ -67,6 +109,13 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
   }
   if (pp_floats > 0)
     for (int k = 0; k < 2; ++k) h_pingpong_[k] = arena_.reserve("activation.pingpong", pp_floats);
+  if (lean_) {
+    const std::size_t rows = B * static_cast<std::size_t>(chunk_points_);
+    h_chunk_in_ = arena_.reserve("activation.chunk.input", rows * static_cast<std::size_t>(in_channels_));
+    for (int k = 0; k < 2; ++k) h_chunk_[k] = arena_.reserve("activation.chunk", rows * chunk_width);
+    if (fuse_tail_)
+      h_extremes_ = arena_.reserve("activation.pool.extremes", 2 * B * model_.output_floats(pool_));
+  }
   if (bp) {
     for (int k = 0; k < 2; ++k) h_err_[k] = arena_.reserve("error.pingpong", err_floats);
     h_grad_ = arena_.reserve("grad", bp_params_);
@@ -123,10 +172,95 @@ const float* Fp32Trainer::chunk_input(const float* x, int i, int set, int b0) co
   return chunk_output(i - 1, set, b0);
 }
 
+namespace {
+
+// Running per-channel max and min over chunks of points: x [B, np, C]; mx, mn [B, C]; first
+// starts them. Same `v > best` scan as the max-pool.
+void running_extremes(int batch, std::size_t np, std::size_t C, bool first, const float* x,
+                      float* mx, float* mn) {
+#pragma omp parallel for schedule(static) if (batch > 1 && np * C >= (std::size_t{1} << 16))
+  for (int b = 0; b < batch; ++b) {
+    const float* xb = x + static_cast<std::size_t>(b) * np * C;
+    float* hi = mx + static_cast<std::size_t>(b) * C;
+    float* lo = mn + static_cast<std::size_t>(b) * C;
+    if (first)
+      for (std::size_t c = 0; c < C; ++c) hi[c] = lo[c] = xb[c];
+    for (std::size_t n = first ? 1 : 0; n < np; ++n)
+      for (std::size_t c = 0; c < C; ++c) {
+        const float v = xb[n * C + c];
+        hi[c] = v > hi[c] ? v : hi[c];
+        lo[c] = v < lo[c] ? v : lo[c];
+      }
+  }
+}
+
+}  // namespace
+
+// Lean: the per-point stack on chunks of points into the running max-pool (see the header).
+void Fp32Trainer::forward_point_stack(const float* x, int n, int set) {
+  const bool training = model_.training();
+  const std::size_t C0 = static_cast<std::size_t>(in_channels_);
+  const std::size_t N = static_cast<std::size_t>(points_);
+  const std::size_t nbn = stack_bn_.size();
+  float* in = arena_.get(h_chunk_in_);
+  float* pool_out = layer_output(pool_, set);
+  auto& pool = static_cast<nn::MaxPoolPoints&>(model_.layer(pool_));
+  const std::size_t pool_c = model_.output_floats(pool_);
+  float* ext_max = fuse_tail_ ? arena_.get(h_extremes_) : nullptr;
+  float* ext_min = fuse_tail_ ? ext_max + static_cast<std::size_t>(n) * pool_c : nullptr;
+  if (!training)  // evaluation: every BatchNorm normalises with its running statistics
+    for (int i : stack_bn_) static_cast<nn::BatchNorm&>(model_.layer(i)).finish_statistics();
+  // Training: one pass per BatchNorm (accumulating its statistics), then the pass to the pool —
+  // folded into the last BatchNorm's pass when fuse_tail_. Evaluation: the last pass only.
+  const std::size_t last = fuse_tail_ ? nbn - 1 : nbn;
+  for (std::size_t k = training ? 0 : last; k <= last; ++k) {
+    const int target = k < nbn ? stack_bn_[k] : pool_;
+    nn::BatchNorm* bn =
+        training && k < nbn ? &static_cast<nn::BatchNorm&>(model_.layer(target)) : nullptr;
+    const bool to_pool = k == last;
+    if (bn != nullptr) bn->begin_statistics();
+    for (std::size_t p0 = 0; p0 < N; p0 += static_cast<std::size_t>(chunk_points_)) {
+      const std::size_t np = std::min(static_cast<std::size_t>(chunk_points_), N - p0);
+      for (int b = 0; b < n; ++b)  // [n, np, C0] ← points [p0, p0 + np) of every sample
+        std::memcpy(in + static_cast<std::size_t>(b) * np * C0,
+                    x + (static_cast<std::size_t>(b) * N + p0) * C0, np * C0 * sizeof(float));
+      const float* cur = in;
+      for (int i = 0; i < target; ++i) {
+        float* out = arena_.get(h_chunk_[i % 2]);
+        model_.layer(i).forward_rows(static_cast<std::size_t>(n) * np, cur, out, scratch_);
+        cur = out;
+      }
+      if (bn != nullptr) bn->accumulate_statistics(n, np, cur);
+      if (to_pool && fuse_tail_)
+        running_extremes(n, np, pool_c, p0 == 0, cur, ext_max, ext_min);
+      else if (to_pool)
+        pool.forward_points(n, static_cast<int>(np), p0 == 0, cur, pool_out);
+    }
+    if (bn != nullptr) bn->finish_statistics();
+  }
+  if (fuse_tail_) {  // pool = ReLU(BN(max x)) where BN increases, ReLU(BN(min x)) where it falls
+    auto& bn = static_cast<nn::BatchNorm&>(model_.layer(pool_ - 2));
+    const float* scale = bn.scale();
+    for (int b = 0; b < n; ++b)
+      for (std::size_t c = 0; c < pool_c; ++c) {
+        const std::size_t i = static_cast<std::size_t>(b) * pool_c + c;
+        if (scale[c] < 0.0f) ext_max[i] = ext_min[i];
+      }
+    bn.forward_rows(static_cast<std::size_t>(n), ext_max, pool_out, scratch_);
+    model_.layer(pool_ - 1).forward_rows(static_cast<std::size_t>(n), pool_out, pool_out, scratch_);
+  }
+}
+
 const float* Fp32Trainer::forward(const float* x, int n, int set) {
   ZT_CHECK(n >= 1 && n <= opt_.batch_size);
   input_ = x;
   const int layers = model_.size();
+  if (lean_) {
+    forward_point_stack(x, n, set);
+    for (int i = pool_ + 1; i < layers; ++i)
+      model_.layer(i).forward(n, layer_input(x, i, set), layer_output(i, set), scratch_);
+    return layer_output(layers - 1, set);
+  }
   const int chunks = (n + kForwardChunk - 1) / kForwardChunk;
   auto run_chunk = [&](int c, float* scratch) {
     const int b0 = c * kForwardChunk, nb = std::min(kForwardChunk, n - b0);

@@ -13,11 +13,14 @@ class Relu final : public Layer {
   const char* kind() const override { return "relu"; }
   Shape infer(const Shape& in) override;
   void forward(int batch, const float* x, float* y, float* scratch) override;
+  // Rows of the last input dimension (elementwise, so any split is exact; in place allowed).
+  bool row_wise() const override { return true; }
+  void forward_rows(std::size_t rows, const float* x, float* y, float* scratch) override;
   void backward(int batch, const float* x, const float* y, const float* dy, float* dx,
                 float* scratch) override;
 
  private:
-  std::size_t numel_ = 0;
+  std::size_t numel_ = 0, row_ = 0;  // per-sample elements, last dimension
   kernels::ReluForwardF32Fn fwd_;
   kernels::ReluBackwardF32Fn bwd_;
 };
@@ -49,6 +52,10 @@ class MaxPoolPoints final : public Layer {
   bool prefers_whole_batch() const override { return true; }
   std::size_t scratch_floats(int batch) const override;  // backward: 2C per sample
   void forward(int batch, const float* x, float* y, float* scratch) override;
+  // Running max over chunks of points: x [B, np, C] holds the next np points of every sample,
+  // y [B, C]. first = true starts the max (y = the chunk's first point), later chunks continue
+  // it: chunks fed in point order make exactly forward()'s comparisons, in the same order.
+  void forward_points(int batch, int np, bool first, const float* x, float* y) const;
   void backward(int batch, const float* x, const float* y, const float* dy, float* dx,
                 float* scratch) override;
 

@@ -62,6 +62,13 @@ class Layer {
 
   // x [B, in...], y [B, out...].
   virtual void forward(int batch, const float* x, float* y, float* scratch) = 0;
+  // Row-wise layers over per-sample [N, C] inputs (PointNet's per-point layers: PointLinear,
+  // BatchNorm, ReLU): forward_rows() maps any set of rows x [rows, C_in] to y [rows, C_out], each
+  // row bit-identical to what forward() gives it (BatchNorm: with its current statistics).
+  // Lets a trainer stream chunks of points through a layer. Others: false, and forward_rows()
+  // must not be called.
+  virtual bool row_wise() const { return false; }
+  virtual void forward_rows(std::size_t rows, const float* x, float* y, float* scratch);
   // Accumulates parameter gradients into ParamTensor::grad (when bound); writes dx unless null.
   virtual void backward(int batch, const float* x, const float* y, const float* dy, float* dx,
                         float* scratch) = 0;

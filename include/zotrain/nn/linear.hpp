@@ -41,6 +41,10 @@ class PointLinear final : public Layer {
   std::size_t forward_macs() const override;  // N·I·O
   // x [B, N, I], y [B, N, O].
   void forward(int batch, const float* x, float* y, float* scratch) override;
+  // x [rows, I], y [rows, O]: one GEMM over the rows (per row the same k-ordered sums as
+  // forward(), whatever the row count).
+  bool row_wise() const override { return true; }
+  void forward_rows(std::size_t rows, const float* x, float* y, float* scratch) override;
   void backward(int batch, const float* x, const float* y, const float* dy, float* dx,
                 float* scratch) override;
 

@@ -8,7 +8,27 @@
 // ("minus"), or averages both passes' gradients ("average", one more set of activations).
 //
 // Buffers: layers before the backprop segment write into two ping-pong buffers (a ZO forward
-// is inference); the segment's input and every output from there on are kept for backprop.
+// is inference: an activation is dead once the next layer has read it); the segment's input and
+// every output from there on are kept for backprop.
+//
+// Lean plan (MemoryPlan::kLean, the default): when the model starts with a per-point stack —
+// row-wise layers (PointLinear, BatchNorm, ReLU) over [N, C] ending in MaxPoolPoints — that lies
+// wholly in the ZO part (segment start after the pool), its forward streams chunks of P points
+// of all samples ([B, P, C], a few MiB) through the stack into a running max-pool [B, C], so no
+// [B, N, C] tensor exists. BatchNorm in training mode needs its statistics over all B·N rows
+// before it can normalise: pass k streams the chunks through the layers before the k-th
+// BatchNorm (earlier ones normalising with their finished statistics) and accumulates its
+// statistics; the last pass runs the whole stack into the pool. When the stack ends in
+// BatchNorm → ReLU → pool, that last pass is folded into the last BatchNorm's: x ↦ ReLU((x − μ)·s
+// + β) is monotone in x (increasing for s ≥ 0, decreasing for s < 0; each float operation is), so
+// the pooled value is that map of the per-channel max (or min) of the raw x, and the pass that
+// accumulates the last statistics also tracks those extremes (exact for finite activations; a
+// NaN statistic gives 0 in both). BatchNorm forms its statistics in
+// one fixed block order for whole batches and chunks alike, the GEMM's per-row sums do not
+// depend on the row count and the pool compares in point order, so the lean plan's results are
+// bit-identical to the whole-batch plan's (MemoryPlan::kWholeBatch): same logits, running
+// statistics and weights. Other models (LeNet-5) and partitions that backprop into the stack use
+// the whole-batch plan.
 //
 // Threads: a forward pass runs the per-sample layers (conv, ReLU, pool — everything before the
 // first layer that prefers the whole batch) on fixed chunks of kForwardChunk samples, one
@@ -34,8 +54,11 @@
 namespace zt::train {
 
 enum class BpActivations { kMinus, kAverage };
+enum class MemoryPlan { kLean, kWholeBatch };
 
 inline constexpr int kForwardChunk = 4;
+// Lean plan: the automatic point chunk keeps its widest activation near this many floats.
+inline constexpr std::size_t kLeanChunkFloats = std::size_t{1} << 20;
 
 struct Fp32TrainerOptions {
   int partition = 0;   // C in [0, L]
@@ -45,6 +68,10 @@ struct Fp32TrainerOptions {
   OptimizerKind optimizer = OptimizerKind::kSgd;
   BpActivations bp_activations = BpActivations::kMinus;
   kernels::Isa isa = kernels::best_isa();  // for the perturbation kernel
+  MemoryPlan plan = MemoryPlan::kLean;
+  // Lean plan: points per chunk, 0 = automatic; otherwise a multiple of
+  // nn::BatchNorm::kStatRowBlock (32) or at least N.
+  int chunk_points = 0;
 };
 
 struct StepStats {
@@ -79,6 +106,9 @@ class Fp32Trainer {
   // optimizer state) plus the model's parameters.
   std::size_t planned_bytes() const;
   const Arena& arena() const { return arena_; }
+  // Whether the lean plan applies to this model and partition, and its points per chunk.
+  bool lean() const { return lean_; }
+  int chunk_points() const { return chunk_points_; }
   // Gradients of the BP parameters from the last step (bp_params() floats; null if C = L).
   const float* grad() const { return grad_; }
 
@@ -90,6 +120,7 @@ class Fp32Trainer {
 
  private:
   const float* forward(const float* x, int n, int set);  // returns the logits
+  void forward_point_stack(const float* x, int n, int set);  // lean: layers [0, pool_]
   void backward(int n, int set, const float* dlogits);
   const float* layer_input(const float* x, int i, int set) const;
   float* layer_output(int i, int set) const;
@@ -113,6 +144,13 @@ class Fp32Trainer {
   std::int64_t adam_t_ = 0;
   int sets_ = 1;
   const float* input_ = nullptr;  // the batch of the last forward pass (layer 0's input)
+  // Lean plan: the stack is layers [0, pool_); points and channels of the input; the layers of
+  // its BatchNorms; chunk buffers (input [B, P, C0], two ping-pong [B, P, widest]).
+  bool lean_ = false;
+  int pool_ = -1, points_ = 0, in_channels_ = 0, chunk_points_ = 0;
+  std::vector<int> stack_bn_;
+  bool fuse_tail_ = false;  // stack ends BatchNorm → ReLU → pool: fold the last pass (above)
+  int h_chunk_in_ = -1, h_chunk_[2] = {-1, -1}, h_extremes_ = -1;  // extremes: max, min [B, C]
   kernels::PerturbGaussianF32Fn perturb_;
 };
 
