@@ -314,6 +314,7 @@ int run_experiment(const RunRequest& req) {
     if (!req.quiet) print_plan(cfg.name, *engine, paper, planned);
     fs::create_directories(out);
     plan["dry_run"] = true;
+    plan["memory"]["peak_rss_bytes"] = telemetry::peak_rss_bytes();  // baseline: data loaded, nothing trained
     write_file_atomic(out + "/summary.json", plan.dump(2) + "\n");
     spdlog::info("dry run: wrote {}/summary.json", out);
     return 0;

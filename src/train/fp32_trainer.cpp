@@ -85,10 +85,16 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
 #endif
   std::size_t pp_floats = 0, err_floats = 0, scratch_floats = 0;
   const int chunk = std::min(kForwardChunk, opt_.batch_size);
+  // Outputs of chunked layers that the next chunked layer consumes (all but the last chunked
+  // layer, and only before the kept ones) live in small per-thread chunk buffers; the last
+  // chunked layer writes the whole-batch input of the first whole-batch layer.
+  local_until_ = lean_ ? 0 : std::max(0, std::min(keep_from_, chunked_until_ - 1));
   for (int i = 0; i < n; ++i) {
     // Lean: the stack's activations live in the chunk buffers; the pool's [B, C] and what
     // follows are whole-batch.
-    if (i < keep_from_ && !(lean_ && i < pool_))
+    if (i < local_until_)
+      local_per_sample_ = std::max(local_per_sample_, model_.output_floats(i));
+    else if (i < keep_from_ && !(lean_ && i < pool_))
       pp_per_sample_ = std::max(pp_per_sample_, model_.output_floats(i));
     if (i >= seg_) err_floats = std::max(err_floats, model_.output_floats(i) * B);
     const bool streamed = lean_ && i <= pool_;  // chunk-level calls, no scratch
@@ -109,6 +115,10 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
   }
   if (pp_floats > 0)
     for (int k = 0; k < 2; ++k) h_pingpong_[k] = arena_.reserve("activation.pingpong", pp_floats);
+  local_floats_ = local_per_sample_ * static_cast<std::size_t>(chunk);
+  if (local_floats_ > 0)
+    h_local_ = arena_.reserve("activation.chunk.per_thread",
+                              2 * local_floats_ * static_cast<std::size_t>(threads_));
   if (lean_) {
     const std::size_t rows = B * static_cast<std::size_t>(chunk_points_);
     h_chunk_in_ = arena_.reserve("activation.chunk.input", rows * static_cast<std::size_t>(in_channels_));
@@ -162,14 +172,17 @@ const float* Fp32Trainer::layer_input(const float* x, int i, int set) const {
 // A chunk's slice of a layer's output: kept buffers are [B, out...]; the ping-pong buffers are
 // sliced with one fixed per-sample stride, so concurrent chunks at different layers never
 // overlap.
-float* Fp32Trainer::chunk_output(int i, int set, int b0) const {
+float* Fp32Trainer::chunk_output(int i, int set, int b0, int thread) const {
+  if (i < local_until_)  // this thread's chunk buffers, alternating by layer
+    return arena_.get(h_local_) +
+           (2 * static_cast<std::size_t>(thread) + static_cast<std::size_t>(i % 2)) * local_floats_;
   const std::size_t per = i >= keep_from_ ? model_.output_floats(i) : pp_per_sample_;
   return layer_output(i, set) + per * static_cast<std::size_t>(b0);
 }
 
-const float* Fp32Trainer::chunk_input(const float* x, int i, int set, int b0) const {
+const float* Fp32Trainer::chunk_input(const float* x, int i, int set, int b0, int thread) const {
   if (i == 0) return x + model_.input_floats() * static_cast<std::size_t>(b0);
-  return chunk_output(i - 1, set, b0);
+  return chunk_output(i - 1, set, b0, thread);
 }
 
 namespace {
@@ -262,10 +275,11 @@ const float* Fp32Trainer::forward(const float* x, int n, int set) {
     return layer_output(layers - 1, set);
   }
   const int chunks = (n + kForwardChunk - 1) / kForwardChunk;
-  auto run_chunk = [&](int c, float* scratch) {
+  auto run_chunk = [&](int c, float* scratch, int thread) {
     const int b0 = c * kForwardChunk, nb = std::min(kForwardChunk, n - b0);
     for (int i = 0; i < chunked_until_; ++i) {
-      model_.layer(i).forward(nb, chunk_input(x, i, set, b0), chunk_output(i, set, b0), scratch);
+      model_.layer(i).forward(nb, chunk_input(x, i, set, b0, thread),
+                              chunk_output(i, set, b0, thread), scratch);
     }
   };
   bool done = false;
@@ -275,13 +289,13 @@ const float* Fp32Trainer::forward(const float* x, int n, int set) {
     {
       float* scratch = scratch_ ? scratch_ + chunk_scratch_floats_ * omp_get_thread_num() : nullptr;
 #pragma omp for schedule(static)
-      for (int c = 0; c < chunks; ++c) run_chunk(c, scratch);
+      for (int c = 0; c < chunks; ++c) run_chunk(c, scratch, omp_get_thread_num());
     }
     done = true;
   }
 #endif
   if (!done)
-    for (int c = 0; c < chunks; ++c) run_chunk(c, scratch_);
+    for (int c = 0; c < chunks; ++c) run_chunk(c, scratch_, 0);
   for (int i = chunked_until_; i < layers; ++i)
     model_.layer(i).forward(n, layer_input(x, i, set), layer_output(i, set), scratch_);
   return layer_output(layers - 1, set);

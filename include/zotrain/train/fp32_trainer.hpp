@@ -124,8 +124,8 @@ class Fp32Trainer {
   void backward(int n, int set, const float* dlogits);
   const float* layer_input(const float* x, int i, int set) const;
   float* layer_output(int i, int set) const;
-  float* chunk_output(int i, int set, int b0) const;
-  const float* chunk_input(const float* x, int i, int set, int b0) const;
+  float* chunk_output(int i, int set, int b0, int thread) const;
+  const float* chunk_input(const float* x, int i, int set, int b0, int thread) const;
 
   nn::Model& model_;
   Fp32TrainerOptions opt_;
@@ -140,6 +140,9 @@ class Fp32Trainer {
   std::size_t chunk_scratch_floats_ = 0;  // per thread, for a forward chunk
   int threads_ = 1;                       // forward threads (scratch slots)
   std::size_t pp_per_sample_ = 0;         // ping-pong stride per sample
+  int local_until_ = 0;                   // layers [0, local_until_) write per-thread buffers
+  std::size_t local_per_sample_ = 0, local_floats_ = 0;  // per-thread chunk buffer
+  int h_local_ = -1;
   int chunked_until_ = 0;                 // layers [0, chunked_until_) run in chunks
   std::int64_t adam_t_ = 0;
   int sets_ = 1;
