@@ -74,7 +74,8 @@ void micro_generic(const MicroArgs& p) {
 typedef int V16 __attribute__((vector_size(64)));
 typedef int V16U __attribute__((vector_size(64), aligned(1), may_alias));
 
-// Canvas store: each run is rotated down to lane 0 and written with a masked store.
+// Canvas store (acc already corrected): each run is rotated down to lane 0 and written with a
+// masked store.
 template <int MR, int NV>
 __attribute__((always_inline)) inline void store_canvas(const MicroArgs& p, const V16 (&acc)[MR][NV]) {
   const V16 iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
@@ -104,19 +105,17 @@ __attribute__((always_inline)) inline void store_canvas(const MicroArgs& p, cons
 #pragma GCC unroll 16
     for (int m = 0; m < MR; ++m) {
       std::int32_t* c = p.c + m * p.ldc;
-      const V16 corr = p.corr[m] + V16{};
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) __builtin_ia32_storedqusi512_mask(c + dst[v][0], acc[m][v] - corr, mask[v][0]);
+      for (int v = 0; v < NV; ++v) __builtin_ia32_storedqusi512_mask(c + dst[v][0], acc[m][v], mask[v][0]);
     }
     return;
   }
 #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m) {
     std::int32_t* c = p.c + m * p.ldc;
-    const V16 corr = p.corr[m] + V16{};
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
-      const V16 r = acc[m][v] - corr;
+      const V16 r = acc[m][v];
       for (int i = 0; i < nr[v]; ++i)
         __builtin_ia32_storedqusi512_mask(c + dst[v][i], __builtin_shuffle(r, idx[v][i]), mask[v][i]);
     }
@@ -125,11 +124,14 @@ __attribute__((always_inline)) inline void store_canvas(const MicroArgs& p, cons
 
 template <bool kRows, int MR, int NV>
 void micro_vnni(const MicroArgs& p) {
+  // The accumulators start at −corr: the sums come out corrected.
   V16 acc[MR][NV];
 #pragma GCC unroll 16
-  for (int m = 0; m < MR; ++m)
+  for (int m = 0; m < MR; ++m) {
+    const V16 start = -p.corr[m] + V16{};
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[m][v] = V16{};
+    for (int v = 0; v < NV; ++v) acc[m][v] = start;
+  }
   const int nq_main = kRows && p.a_tail != nullptr ? p.nq - 1 : p.nq;
   const std::int8_t* rows[kRows ? MR : 1];
   if constexpr (kRows) {
@@ -182,10 +184,9 @@ void micro_vnni(const MicroArgs& p) {
 #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m) {
     std::int32_t* c = p.c + m * p.ldc;
-    const V16 corr = p.corr[m] + V16{};
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
-      V16 r = acc[m][v] - corr;
+      const V16 r = acc[m][v];
       if ((v + 1) * kLanes <= p.n_valid) {
         V16U* cv = reinterpret_cast<V16U*>(c + v * kLanes);
         *cv = p.accumulate ? *cv + r : r;
