@@ -416,22 +416,23 @@ TilePlan plan_tiles(Micro m, bool rows_a, int rows, int panels) {
 
 void canvas_runs(int panels, int npos, int wc, int w, int col0, CanvasRun* runs, std::int32_t* nruns) {
   ZT_CHECK(wc >= w && col0 >= 0 && col0 + w <= wc);
-  for (int p = 0; p < panels; ++p) {
-    CanvasRun* pr = runs + p * kMaxRuns;
-    int n = 0;
-    for (int l = 0; l < kLanes; ++l) {
-      const int pos = p * kLanes + l;
-      const int row = pos / wc, col = pos % wc - col0;
-      if (pos >= npos || col < 0 || col >= w) continue;
-      const int dst = row * w + col;
+  for (int p = 0; p < panels; ++p) nruns[p] = 0;
+  // Output row r covers positions [r·wc + col0, r·wc + col0 + w): cut it at vector boundaries.
+  for (int r = 0; r * wc + col0 < npos; ++r) {
+    const int start = r * wc + col0, end = std::min(start + w, npos);
+    for (int pos = start; pos < end;) {
+      const int p = pos / kLanes, l = pos % kLanes, count = std::min(kLanes - l, end - pos);
+      const int dst = r * w + (pos - start);
+      CanvasRun* pr = runs + p * kMaxRuns;
+      int& n = nruns[p];
       if (n > 0 && pr[n - 1].first + pr[n - 1].count == l && pr[n - 1].dst + pr[n - 1].count == dst) {
-        ++pr[n - 1].count;
+        pr[n - 1].count += count;  // rows that touch (wc = w): one run
       } else {
         ZT_CHECK(n < kMaxRuns);
-        pr[n++] = {l, 1, dst};
+        pr[n++] = {l, count, dst};
       }
+      pos += count;
     }
-    nruns[p] = n;
   }
 }
 
