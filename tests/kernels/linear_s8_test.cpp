@@ -155,7 +155,7 @@ const int kSweep[] = {1, 2, 3, 4, 5, 15, 16, 17, 31, 33, 65};
 
 void size_sweep(const Fns& f) {
   std::uint64_t seed = 1;
-  for (int B : {1, 3, 15, 16, 17, 33, 65})
+  for (int B : {1, 3, 15, 16, 17, 31, 33, 65})
     for (int N : kSweep)
       for (int K : kSweep) {
         run_random(f, B, N, K, seed);

@@ -74,7 +74,8 @@ void micro_generic(const MicroArgs& p) {
 typedef int V16 __attribute__((vector_size(64)));
 typedef int V16U __attribute__((vector_size(64), aligned(1), may_alias));
 
-// Canvas store: each run is rotated down to lane 0 and written with a masked store.
+// Canvas store (acc already corrected): each run is rotated down to lane 0 and written with a
+// masked store.
 template <int MR, int NV>
 __attribute__((always_inline)) inline void store_canvas(const MicroArgs& p, const V16 (&acc)[MR][NV]) {
   const V16 iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
@@ -104,19 +105,17 @@ __attribute__((always_inline)) inline void store_canvas(const MicroArgs& p, cons
 #pragma GCC unroll 16
     for (int m = 0; m < MR; ++m) {
       std::int32_t* c = p.c + m * p.ldc;
-      const V16 corr = p.corr[m] + V16{};
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) __builtin_ia32_storedqusi512_mask(c + dst[v][0], acc[m][v] - corr, mask[v][0]);
+      for (int v = 0; v < NV; ++v) __builtin_ia32_storedqusi512_mask(c + dst[v][0], acc[m][v], mask[v][0]);
     }
     return;
   }
 #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m) {
     std::int32_t* c = p.c + m * p.ldc;
-    const V16 corr = p.corr[m] + V16{};
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
-      const V16 r = acc[m][v] - corr;
+      const V16 r = acc[m][v];
       for (int i = 0; i < nr[v]; ++i)
         __builtin_ia32_storedqusi512_mask(c + dst[v][i], __builtin_shuffle(r, idx[v][i]), mask[v][i]);
     }
@@ -125,11 +124,14 @@ __attribute__((always_inline)) inline void store_canvas(const MicroArgs& p, cons
 
 template <bool kRows, int MR, int NV>
 void micro_vnni(const MicroArgs& p) {
+  // The accumulators start at −corr: the sums come out corrected.
   V16 acc[MR][NV];
 #pragma GCC unroll 16
-  for (int m = 0; m < MR; ++m)
+  for (int m = 0; m < MR; ++m) {
+    const V16 start = -p.corr[m] + V16{};
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[m][v] = V16{};
+    for (int v = 0; v < NV; ++v) acc[m][v] = start;
+  }
   const int nq_main = kRows && p.a_tail != nullptr ? p.nq - 1 : p.nq;
   const std::int8_t* rows[kRows ? MR : 1];
   if constexpr (kRows) {
@@ -182,10 +184,9 @@ void micro_vnni(const MicroArgs& p) {
 #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m) {
     std::int32_t* c = p.c + m * p.ldc;
-    const V16 corr = p.corr[m] + V16{};
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
-      V16 r = acc[m][v] - corr;
+      const V16 r = acc[m][v];
       if ((v + 1) * kLanes <= p.n_valid) {
         V16U* cv = reinterpret_cast<V16U*>(c + v * kLanes);
         *cv = p.accumulate ? *cv + r : r;
@@ -415,22 +416,23 @@ TilePlan plan_tiles(Micro m, bool rows_a, int rows, int panels) {
 
 void canvas_runs(int panels, int npos, int wc, int w, int col0, CanvasRun* runs, std::int32_t* nruns) {
   ZT_CHECK(wc >= w && col0 >= 0 && col0 + w <= wc);
-  for (int p = 0; p < panels; ++p) {
-    CanvasRun* pr = runs + p * kMaxRuns;
-    int n = 0;
-    for (int l = 0; l < kLanes; ++l) {
-      const int pos = p * kLanes + l;
-      const int row = pos / wc, col = pos % wc - col0;
-      if (pos >= npos || col < 0 || col >= w) continue;
-      const int dst = row * w + col;
+  for (int p = 0; p < panels; ++p) nruns[p] = 0;
+  // Output row r covers positions [r·wc + col0, r·wc + col0 + w): cut it at vector boundaries.
+  for (int r = 0; r * wc + col0 < npos; ++r) {
+    const int start = r * wc + col0, end = std::min(start + w, npos);
+    for (int pos = start; pos < end;) {
+      const int p = pos / kLanes, l = pos % kLanes, count = std::min(kLanes - l, end - pos);
+      const int dst = r * w + (pos - start);
+      CanvasRun* pr = runs + p * kMaxRuns;
+      int& n = nruns[p];
       if (n > 0 && pr[n - 1].first + pr[n - 1].count == l && pr[n - 1].dst + pr[n - 1].count == dst) {
-        ++pr[n - 1].count;
+        pr[n - 1].count += count;  // rows that touch (wc = w): one run
       } else {
         ZT_CHECK(n < kMaxRuns);
-        pr[n++] = {l, 1, dst};
+        pr[n++] = {l, count, dst};
       }
+      pos += count;
     }
-    nruns[p] = n;
   }
 }
 

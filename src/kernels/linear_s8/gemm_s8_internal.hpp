@@ -37,7 +37,9 @@ inline constexpr int kMaxTerms = 65536;  // products per int32 accumulation (see
 inline constexpr int kMaxNv = 4;         // B vectors per micro-tile
 
 // Micro-kernel implementations. kGeneric: plain loops (any CPU; what aarch64 runs);
-// kVnni512: AVX-512 VNNI via GCC vector extensions, built when the compiler targets it.
+// kVnni512: AVX-512 VNNI with GCC vector extensions plus the vpdpbusd and masked-store builtins
+// (no intrinsics header), built only when the compiler targets AVX-512 VNNI and
+// ZT_GENERAL_REGS_ONLY is not defined.
 enum class Micro { kGeneric, kVnni512 };
 bool micro_available(Micro m);
 Micro best_micro();
