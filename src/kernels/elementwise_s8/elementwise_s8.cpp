@@ -5,11 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#ifdef ZT_OPENMP
-#include <omp.h>
-#endif
-
 #include "zotrain/kernels/elementwise_s8.hpp"
+#include "../chunked_parallel.hpp"
 
 namespace zt::kernels {
 namespace {
@@ -17,27 +14,11 @@ namespace {
 constexpr std::size_t kParallelMin = std::size_t{1} << 17;  // elements before forking
 constexpr std::size_t kChunk = 16384;                        // elements per work item
 
-bool go_parallel(std::size_t n) {
-#ifdef ZT_OPENMP
-  return n >= kParallelMin && !omp_in_parallel() && omp_get_max_threads() > 1;
-#else
-  (void)n;
-  return false;
-#endif
-}
+bool go_parallel(std::size_t n) { return detail::go_parallel(n, kParallelMin); }
 
 template <class Fn>
 void for_each_chunk(std::size_t n, Fn fn) {
-  if (!go_parallel(n)) {
-    fn(std::size_t{0}, n);
-    return;
-  }
-  const long chunks = static_cast<long>((n + kChunk - 1) / kChunk);
-#pragma omp parallel for schedule(static)
-  for (long c = 0; c < chunks; ++c) {
-    const std::size_t b = static_cast<std::size_t>(c) * kChunk;
-    fn(b, n - b < kChunk ? n - b : kChunk);
-  }
+  detail::for_each_chunk(n, kParallelMin, kChunk, fn);
 }
 
 // Runs fn(plane) for each plane, in parallel when the planes hold enough elements.

@@ -8,12 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#ifdef ZT_OPENMP
-#include <omp.h>
-#endif
-
 #include "zotrain/core/rng.hpp"
 #include "zotrain/kernels/perturb_s8.hpp"
+#include "../chunked_parallel.hpp"
 #include "zotrain/kernels/quant.hpp"
 
 namespace zt::kernels {
@@ -22,27 +19,9 @@ namespace {
 constexpr std::size_t kParallelMin = std::size_t{1} << 15;  // elements before forking
 constexpr std::size_t kChunk = 4096;                         // elements per work item
 
-bool go_parallel(std::size_t n) {
-#ifdef ZT_OPENMP
-  return n >= kParallelMin && !omp_in_parallel() && omp_get_max_threads() > 1;
-#else
-  (void)n;
-  return false;
-#endif
-}
-
 template <class Fn>
 void for_each_chunk(std::size_t n, Fn fn) {
-  if (!go_parallel(n)) {
-    fn(std::size_t{0}, n);
-    return;
-  }
-  const long chunks = static_cast<long>((n + kChunk - 1) / kChunk);
-#pragma omp parallel for schedule(static)
-  for (long c = 0; c < chunks; ++c) {
-    const std::size_t b = static_cast<std::size_t>(c) * kChunk;
-    fn(b, n - b < kChunk ? n - b : kChunk);
-  }
+  detail::for_each_chunk(n, kParallelMin, kChunk, fn);
 }
 
 struct ZLanes {

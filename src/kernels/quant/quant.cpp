@@ -7,11 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#ifdef ZT_OPENMP
-#include <omp.h>
-#endif
-
 #include "zotrain/kernels/quant.hpp"
+#include "../chunked_parallel.hpp"
 
 namespace zt::kernels {
 namespace {
@@ -19,29 +16,11 @@ namespace {
 constexpr std::size_t kParallelMin = std::size_t{1} << 16;  // elements before forking
 constexpr std::size_t kChunk = 4096;                         // elements per work item
 
-bool go_parallel(std::size_t n) {
-#ifdef ZT_OPENMP
-  return n >= kParallelMin && !omp_in_parallel() && omp_get_max_threads() > 1;
-#else
-  (void)n;
-  return false;
-#endif
-}
+bool go_parallel(std::size_t n) { return detail::go_parallel(n, kParallelMin); }
 
-// Runs fn(begin, length) over [0, n): serially when small, else over fixed kChunk-sized pieces
-// in parallel (elementwise, so the split never changes a result).
 template <class Fn>
 void for_each_chunk(std::size_t n, Fn fn) {
-  if (!go_parallel(n)) {
-    fn(std::size_t{0}, n);
-    return;
-  }
-  const long chunks = static_cast<long>((n + kChunk - 1) / kChunk);
-#pragma omp parallel for schedule(static)
-  for (long c = 0; c < chunks; ++c) {
-    const std::size_t b = static_cast<std::size_t>(c) * kChunk;
-    fn(b, n - b < kChunk ? n - b : kChunk);
-  }
+  detail::for_each_chunk(n, kParallelMin, kChunk, fn);
 }
 
 // All-ones when x < 0, else 0; |x| = (x ^ sign) − sign and back again (mod 2^32).

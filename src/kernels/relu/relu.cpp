@@ -3,11 +3,8 @@
 // result does not depend on the thread count).
 #include <cstddef>
 
-#ifdef ZT_OPENMP
-#include <omp.h>
-#endif
-
 #include "zotrain/kernels/relu.hpp"
+#include "../chunked_parallel.hpp"
 
 namespace zt::kernels {
 namespace {
@@ -23,29 +20,9 @@ inline void relu_bwd_span(std::size_t n, const float* y, const float* dy, float*
   for (std::size_t i = 0; i < n; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
-bool go_parallel(std::size_t n) {
-#ifdef ZT_OPENMP
-  return n >= kParallelMin && !omp_in_parallel() && omp_get_max_threads() > 1;
-#else
-  (void)n;
-  return false;
-#endif
-}
-
-// Runs fn(begin, length) over [0, n): serially when small, else over fixed kChunk-sized
-// pieces in parallel (elementwise, so the split never changes a result).
 template <class Fn>
 void for_each_chunk(std::size_t n, Fn fn) {
-  if (!go_parallel(n)) {
-    fn(std::size_t{0}, n);
-    return;
-  }
-  const long chunks = static_cast<long>((n + kChunk - 1) / kChunk);
-#pragma omp parallel for schedule(static)
-  for (long c = 0; c < chunks; ++c) {
-    const std::size_t b = static_cast<std::size_t>(c) * kChunk;
-    fn(b, n - b < kChunk ? n - b : kChunk);
-  }
+  detail::for_each_chunk(n, kParallelMin, kChunk, fn);
 }
 
 }  // namespace
