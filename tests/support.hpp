@@ -6,15 +6,37 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <string>
 #include <vector>
 
+#ifdef ZT_OPENMP
+#include <omp.h>
+#endif
+
 #include "zotrain/core/error.hpp"
 #include "zotrain/core/rng.hpp"
 
 namespace zt::test {
+
+// Guard value written after int8 outputs (kernels must leave it untouched).
+inline constexpr std::int8_t kGuardS8 = 0x5a;
+
+// Runs fn with OpenMP limited to `threads` threads, then restores the previous limit.
+template <class Fn>
+void with_threads(int threads, Fn fn) {
+#ifdef ZT_OPENMP
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  fn();
+  omp_set_num_threads(saved);
+#else
+  (void)threads;
+  fn();
+#endif
+}
 
 // The tolerance policy of every kernel test, stated once: elementwise f32 results are
 // bit-exact; an f32 reduction over `depth` terms may differ from the reference by at most

@@ -11,6 +11,7 @@
 #include <omp.h>
 #endif
 
+#include "../support.hpp"
 #include "zotrain/core/rng.hpp"
 #include "zotrain/kernels/elementwise_s8.hpp"
 
@@ -18,20 +19,9 @@ namespace zt::kernels {
 namespace {
 
 constexpr std::size_t kGuardTail = 13;
-constexpr std::int8_t kGuardS8 = 0x5a;
+using test::kGuardS8;
 
-template <class Fn>
-void with_threads(int threads, Fn fn) {
-#ifdef ZT_OPENMP
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(threads);
-  fn();
-  omp_set_num_threads(saved);
-#else
-  (void)threads;
-  fn();
-#endif
-}
+using test::with_threads;
 
 // Values from a small set around 0 (frequent ties and zeros), plus the int8 extremes.
 std::vector<std::int8_t> inputs(std::size_t n, std::uint64_t seed) {

@@ -17,6 +17,7 @@
 #include <omp.h>
 #endif
 
+#include "../support.hpp"
 #include "zotrain/core/rng.hpp"
 #include "zotrain/kernels/perturb_s8.hpp"
 #include "zotrain/kernels/quant.hpp"
@@ -25,20 +26,9 @@ namespace zt::kernels {
 namespace {
 
 constexpr std::size_t kGuardTail = 19;
-constexpr std::int8_t kGuardS8 = 0x5a;
+using test::kGuardS8;
 
-template <class Fn>
-void with_threads(int threads, Fn fn) {
-#ifdef ZT_OPENMP
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(threads);
-  fn();
-  omp_set_num_threads(saved);
-#else
-  (void)threads;
-  fn();
-#endif
-}
+using test::with_threads;
 
 std::uint64_t threshold_for(double p_zero) {
   return static_cast<std::uint64_t>(p_zero * 4294967296.0);

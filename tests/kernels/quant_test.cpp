@@ -14,6 +14,7 @@
 #include <omp.h>
 #endif
 
+#include "../support.hpp"
 #include "zotrain/core/rng.hpp"
 #include "zotrain/kernels/quant.hpp"
 
@@ -21,23 +22,12 @@ namespace zt::kernels {
 namespace {
 
 constexpr std::size_t kGuardTail = 17;
-constexpr std::int8_t kGuardS8 = 0x5a;
+using test::kGuardS8;
 
 const std::size_t kSizes[] = {0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 65, 1000, 1021, 200003};
 
 // Runs fn with the OpenMP team size forced to `threads` (no-op without OpenMP).
-template <class Fn>
-void with_threads(int threads, Fn fn) {
-#ifdef ZT_OPENMP
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(threads);
-  fn();
-  omp_set_num_threads(saved);
-#else
-  (void)threads;
-  fn();
-#endif
-}
+using test::with_threads;
 
 // Values of every magnitude class: mostly |x| < 2^bits, some extremes.
 std::vector<std::int32_t> random_s32(std::size_t n, std::uint64_t seed, int bits) {
