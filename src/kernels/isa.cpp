@@ -1,25 +1,89 @@
 #include "zotrain/kernels/isa.hpp"
 
+#include <cstdlib>
+#include <string>
+
+#include "zotrain/core/error.hpp"
+
+#if defined(__linux__) && (defined(__aarch64__) || defined(__arm__))
+#include <sys/auxv.h>
+#endif
+
 namespace zt::kernels {
+namespace {
+
+// What the CPU reports through the ELF auxiliary vector (Linux); the kernels for a feature are
+// only compiled in when ZT_HAVE_NEON / ZT_HAVE_NEON_DOT are defined (CMakeLists.txt).
+[[maybe_unused]] bool cpu_has_neon() {
+#if defined(__aarch64__)
+  return true;  // Advanced SIMD is mandatory in ARMv8-A
+#elif defined(__arm__) && defined(__linux__)
+  return (getauxval(AT_HWCAP) & (1UL << 12)) != 0;  // HWCAP_NEON
+#else
+  return false;
+#endif
+}
+
+[[maybe_unused]] bool cpu_has_dotprod() {
+#if defined(__aarch64__) && defined(__linux__)
+  return (getauxval(AT_HWCAP) & (1UL << 20)) != 0;  // HWCAP_ASIMDDP
+#else
+  return false;
+#endif
+}
+
+}  // namespace
 
 const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::kReference: return "reference";
     case Isa::kPortable: return "portable";
     case Isa::kNeon: return "neon";
+    case Isa::kNeonDot: return "neon-dot";
   }
   return "unknown";
+}
+
+std::optional<Isa> parse_isa(std::string_view name) {
+  for (Isa isa : kAllIsas)
+    if (name == isa_name(isa)) return isa;
+  return std::nullopt;
 }
 
 bool isa_available(Isa isa) {
   switch (isa) {
     case Isa::kReference:
     case Isa::kPortable: return true;
-    case Isa::kNeon: return false;  // NEON kernels are not built yet
+    case Isa::kNeon:
+#if defined(ZT_HAVE_NEON)
+      return cpu_has_neon();
+#else
+      return false;
+#endif
+    case Isa::kNeonDot:
+#if defined(ZT_HAVE_NEON) && defined(ZT_HAVE_NEON_DOT)
+      return cpu_has_neon() && cpu_has_dotprod();
+#else
+      return false;
+#endif
   }
   return false;
 }
 
-Isa best_isa() { return Isa::kPortable; }
+Isa best_isa() {
+  if (const char* forced = std::getenv("ZT_ISA"); forced != nullptr && *forced != '\0') {
+    std::string offered;
+    for (Isa isa : kAllIsas)
+      if (isa_available(isa)) offered += std::string(offered.empty() ? "" : ", ") + isa_name(isa);
+    const std::optional<Isa> isa = parse_isa(forced);
+    if (!isa) throw Error("ZT_ISA='" + std::string(forced) + "' is not a kernel path; this machine offers " + offered);
+    if (!isa_available(*isa))
+      throw Error("ZT_ISA='" + std::string(forced) + "' is not available here; this machine offers " + offered);
+    return *isa;
+  }
+  if (isa_available(Isa::kNeonDot)) return Isa::kNeonDot;
+  if (isa_available(Isa::kNeon)) return Isa::kNeon;
+  return Isa::kPortable;
+}
 
 }  // namespace zt::kernels

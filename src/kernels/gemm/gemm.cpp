@@ -226,7 +226,8 @@ GemmF32Fn select_gemm_f32(Isa isa) {
   switch (isa) {
     case Isa::kReference: return &gemm_f32_ref;
     case Isa::kPortable:
-    case Isa::kNeon: return &gemm_f32_portable;  // no NEON-specific GEMM yet
+    case Isa::kNeon:
+    case Isa::kNeonDot: return &gemm_f32_portable;  // no NEON-specific GEMM yet
   }
   return &gemm_f32_portable;
 }

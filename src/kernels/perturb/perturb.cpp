@@ -174,7 +174,8 @@ PerturbGaussianF32Fn select_perturb_gaussian_f32(Isa isa) {
   switch (isa) {
     case Isa::kReference: return perturb_gaussian_f32_ref;
     case Isa::kPortable:
-    case Isa::kNeon:  // no NEON intrinsics: the portable loop vectorises to NEON already
+    case Isa::kNeon:
+    case Isa::kNeonDot:  // no NEON intrinsics: the portable loop vectorises to NEON already
       return perturb_gaussian_f32_portable;
   }
   return perturb_gaussian_f32_ref;
@@ -184,7 +185,8 @@ FillGaussianF32Fn select_fill_gaussian_f32(Isa isa) {
   switch (isa) {
     case Isa::kReference: return fill_gaussian_f32_ref;
     case Isa::kPortable:
-    case Isa::kNeon: return fill_gaussian_f32_portable;
+    case Isa::kNeon:
+    case Isa::kNeonDot: return fill_gaussian_f32_portable;
   }
   return fill_gaussian_f32_ref;
 }
