@@ -116,6 +116,10 @@ const std::vector<Key>& schema() {
        "stop after this many steps in total (0 = no limit)"},
       {"train.eval_every", Type::kInt, ZT_FIELD(train.eval_every), at_least(1), {},
        "evaluate on the test set every N epochs (and at the end)"},
+      {"train.memory_plan", Type::kEnum, ZT_FIELD(train.memory_plan), {}, {"lean", "whole_batch"},
+       "fp32 buffers: lean (PointNet's per-point stack streamed in chunks of points, its widest "
+       "layer recomputed for backprop; same results) | whole_batch (keep every activation: "
+       "more memory, Full BP faster)"},
       {"int8.r_max", Type::kInt, ZT_FIELD(int8.r_max), closed(1, 127), {},
        "perturbation range of int8 ZO (u uniform in [-r_max, r_max])"},
       {"int8.b_zo", Type::kIntSchedule, ZT_FIELD(int8.b_zo), closed(1, 7), {},

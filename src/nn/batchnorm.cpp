@@ -58,6 +58,8 @@ BatchNorm::BatchNorm(std::string name, int channels, float momentum, float eps)
   mean_.assign(C, 0.0f);
   inv_std_.assign(C, 1.0f);
   scale_.assign(C, 1.0f);
+  sum_dy_.assign(C, 0.0f);
+  sum_dy_xhat_.assign(C, 0.0f);
 }
 
 Shape BatchNorm::infer(const Shape& in) {
@@ -77,10 +79,6 @@ void BatchNorm::init(SplitMix64& /*rng*/) {
     if (running_mean_.data != nullptr) running_mean_.data[c] = 0.0f;
     if (running_var_.data != nullptr) running_var_.data[c] = 1.0f;
   }
-}
-
-std::size_t BatchNorm::scratch_floats(int /*batch*/) const {
-  return 4 * static_cast<std::size_t>(c_);
 }
 
 void BatchNorm::begin_statistics() {
@@ -182,14 +180,11 @@ void BatchNorm::forward_rows(std::size_t rows, const float* x, float* y, float* 
 }
 
 void BatchNorm::backward(int batch, const float* x, const float* /*y*/, const float* dy, float* dx,
-                         float* scratch) {
+                         float* /*scratch*/) {
   const std::size_t rows = static_cast<std::size_t>(batch) * static_cast<std::size_t>(rows_);
   const std::size_t C = static_cast<std::size_t>(c_);
   batch_statistics(batch, x, false);  // the forward's μ, σ² again; running stats untouched
   const float* mean = mean_.data();
-  const float* inv_std = inv_std_.data();
-  float* sum_dy = scratch;           // Σ dy
-  float* sum_dy_xhat = scratch + C;  // Σ dy · x̂
   const int blocks = (c_ + kBlock - 1) / kBlock;
 #pragma omp parallel for schedule(static) if (blocks > 1 && rows * C >= kParallelMin)
   for (int blk = 0; blk < blocks; ++blk) {
@@ -202,37 +197,91 @@ void BatchNorm::backward(int batch, const float* x, const float* /*y*/, const fl
     reduce_rows(rows, nc, q,
                 [&](std::size_t r, int j) { return db[r * C + j] * (xb[r * C + j] - mb[j]); });
     for (int j = 0; j < nc; ++j) {
-      sum_dy[c0 + j] = static_cast<float>(s[j]);
-      sum_dy_xhat[c0 + j] = static_cast<float>(q[j]) * inv_std[c0 + j];
+      sum_dy_[c0 + j] = static_cast<float>(s[j]);
+      sum_dy_xhat_[c0 + j] = static_cast<float>(q[j]);
     }
   }
+  finish_backward_sums(rows);
+  if (dx != nullptr) backward_rows(rows, x, dy, dx);
+}
+
+void BatchNorm::backward_sums_sparse(int batch, const float* at, const float* val,
+                                     const float* x_at) {
+  ZT_CHECK(training_);
+  const std::size_t C = static_cast<std::size_t>(c_);
+  const std::size_t N = static_cast<std::size_t>(rows_);
+  const float* mean = mean_.data();
+  // The dense reduction's float partial per kRowChunk rows, then double: the non-zero terms of a
+  // channel come in row order (sample b's row is b·N + at[b, c]), and adding the zero terms
+  // changes no partial sum, so grouping the non-zero ones by row chunk repeats it exactly.
+#pragma omp parallel for schedule(static) if (C >= 2 * kBlock && static_cast<std::size_t>(batch) * C >= 4096)
+  for (std::size_t c = 0; c < C; ++c) {
+    double s = 0, q = 0;
+    float ps = 0.0f, pq = 0.0f;
+    std::size_t chunk = 0;
+    bool open = false;
+    for (int b = 0; b < batch; ++b) {
+      const std::size_t i = static_cast<std::size_t>(b) * C + c;
+      const std::size_t row = static_cast<std::size_t>(b) * N + static_cast<std::size_t>(at[i]);
+      if (open && row / kRowChunk != chunk) {
+        s += ps;
+        q += pq;
+        ps = pq = 0.0f;
+      }
+      chunk = row / kRowChunk;
+      open = true;
+      ps += val[i];
+      pq += val[i] * (x_at[i] - mean[c]);
+    }
+    if (open) {
+      s += ps;
+      q += pq;
+    }
+    sum_dy_[c] = static_cast<float>(s);
+    sum_dy_xhat_[c] = static_cast<float>(q);
+  }
+  finish_backward_sums(static_cast<std::size_t>(batch) * N);
+}
+
+void BatchNorm::finish_backward_sums(std::size_t rows) {
+  const std::size_t C = static_cast<std::size_t>(c_);
+  for (std::size_t c = 0; c < C; ++c) sum_dy_xhat_[c] *= inv_std_[c];  // Σ dy · x̂
   if (weight_.grad != nullptr) {
     for (std::size_t c = 0; c < C; ++c) {
-      weight_.grad[c] += sum_dy_xhat[c];
-      bias_.grad[c] += sum_dy[c];
+      weight_.grad[c] += sum_dy_xhat_[c];
+      bias_.grad[c] += sum_dy_[c];
     }
   }
-  if (dx == nullptr) return;
+  if (!training_) return;
+  // The factors of backward_rows(): mean of dy, and mean of dy·x̂ times 1/σ (so x − μ multiplies it).
+  const float inv_m = 1.0f / static_cast<float>(rows);
+  for (std::size_t c = 0; c < C; ++c) {
+    sum_dy_[c] *= inv_m;
+    sum_dy_xhat_[c] *= inv_m * inv_std_[c];
+  }
+}
+
+void BatchNorm::backward_rows(std::size_t rows, const float* x, const float* dy, float* dx) const {
+  const std::size_t C = static_cast<std::size_t>(c_);
   const float* gamma = weight_.data;
+  const float* mean = mean_.data();
+  const float* inv_std = inv_std_.data();
   if (!training_) {  // μ, σ² are constants: dx = dy · γ / √(σ²_running + eps)
 #pragma omp parallel for schedule(static) if (rows * C >= kParallelMin)
     for (std::size_t r = 0; r < rows; ++r)
       for (std::size_t c = 0; c < C; ++c) dx[r * C + c] = dy[r * C + c] * gamma[c] * inv_std[c];
     return;
   }
-  // dx = γ/√(σ² + eps) · (dy − Σdy/M − x̂ · Σ(dy·x̂)/M); the per-channel factors go to scratch.
-  const float inv_m = 1.0f / static_cast<float>(rows);
-  for (std::size_t c = 0; c < C; ++c) {
-    sum_dy[c] *= inv_m;                    // mean of dy
-    sum_dy_xhat[c] *= inv_m * inv_std[c];  // mean of dy·x̂, times 1/σ (so x − μ multiplies it)
-  }
+  // dx = γ/√(σ² + eps) · (dy − Σdy/M − x̂ · Σ(dy·x̂)/M)
+  const float* mean_dy = sum_dy_.data();
+  const float* k = sum_dy_xhat_.data();
 #pragma omp parallel for schedule(static) if (rows * C >= kParallelMin)
   for (std::size_t r = 0; r < rows; ++r) {
     const float* xr = x + r * C;
     const float* dyr = dy + r * C;
     float* dxr = dx + r * C;
     for (std::size_t c = 0; c < C; ++c)
-      dxr[c] = gamma[c] * inv_std[c] * (dyr[c] - sum_dy[c] - (xr[c] - mean[c]) * sum_dy_xhat[c]);
+      dxr[c] = gamma[c] * inv_std[c] * (dyr[c] - mean_dy[c] - (xr[c] - mean[c]) * k[c]);
   }
 }
 

@@ -97,7 +97,11 @@ void PointLinear::forward_rows(std::size_t nrows, const float* x, float* y, floa
 
 void PointLinear::backward(int batch, const float* x, const float* /*y*/, const float* dy,
                            float* dx, float* /*scratch*/) {
-  const int rows = batch * points_;
+  backward_rows(static_cast<std::size_t>(batch) * static_cast<std::size_t>(points_), x, dy, dx);
+}
+
+void PointLinear::backward_rows(std::size_t nrows, const float* x, const float* dy, float* dx) {
+  const int rows = static_cast<int>(nrows);
   if (weight_.grad != nullptr) {
     // dW[O, I] += dy[B·N, O]ᵀ · x[B·N, I];  db[O] += Σ_rows dy[r, O]
     gemm_(true, false, out_, in_, rows, dy, out_, x, in_, weight_.grad, in_, true);

@@ -35,6 +35,7 @@ class Fp32Engine final : public Engine {
     o.optimizer = cfg.optimizer.name == "adam" ? OptimizerKind::kAdam : OptimizerKind::kSgd;
     o.bp_activations =
         cfg.method.bp_activations == "average" ? BpActivations::kAverage : BpActivations::kMinus;
+    o.plan = cfg.train.memory_plan == "whole_batch" ? MemoryPlan::kWholeBatch : MemoryPlan::kLean;
     lrs_ = resolve_learning_rates(cfg.optimizer.lr, cfg.optimizer.bp_lr, o.optimizer);
     model_->init(cfg.seed);
     trainer_ = std::make_unique<Fp32Trainer>(*model_, o);

@@ -7,6 +7,7 @@
 #include "zotrain/kernels/softmax_xent.hpp"
 #include "zotrain/nn/activation.hpp"
 #include "zotrain/nn/batchnorm.hpp"
+#include "zotrain/nn/linear.hpp"
 
 #ifdef ZT_OPENMP
 #include <omp.h>
@@ -54,12 +55,23 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
       }
       if (!model_.layer(i).row_wise()) break;
     }
+    // Backprop into the stack: the tail PointLinear → BatchNorm → ReLU → pool is streamed and
+    // recomputed in backward (the layers below it keep their activations).
+    const bool tail = pool >= 3 && dynamic_cast<nn::PointLinear*>(&model_.layer(pool - 3)) != nullptr &&
+                      dynamic_cast<nn::BatchNorm*>(&model_.layer(pool - 2)) != nullptr &&
+                      dynamic_cast<nn::Relu*>(&model_.layer(pool - 1)) != nullptr;
     if (pool >= 1 && pool < seg_) {
       lean_ = true;
+    } else if (pool >= 1 && tail && seg_ <= pool - 3 && sets_ == 1) {
+      lean_ = lean_bp_ = true;
+      stream_from_ = pool - 3;
+    }
+    if (lean_) {
       pool_ = pool;
       points_ = model_.input_shape().dims[0];
-      in_channels_ = model_.input_shape().dims[1];
-      for (int i = 0; i < pool_; ++i)
+      in_channels_ = stream_from_ == 0 ? model_.input_shape().dims[1]
+                                       : model_.output_shape(stream_from_ - 1).dims.back();
+      for (int i = stream_from_; i < pool_; ++i)
         if (dynamic_cast<nn::BatchNorm*>(&model_.layer(i)) != nullptr) stack_bn_.push_back(i);
       fuse_tail_ = !stack_bn_.empty() && stack_bn_.back() == pool_ - 2 &&
                    dynamic_cast<nn::Relu*>(&model_.layer(pool_ - 1)) != nullptr;
@@ -67,7 +79,7 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
   }
   std::size_t chunk_width = 0;  // widest per-point activation of the stack
   if (lean_) {
-    for (int i = 0; i < pool_; ++i)
+    for (int i = stream_from_; i < pool_; ++i)
       chunk_width = std::max(chunk_width, static_cast<std::size_t>(model_.output_shape(i).dims.back()));
     constexpr int kBlock = nn::BatchNorm::kStatRowBlock;
     int p = opt_.chunk_points;
@@ -78,6 +90,11 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
     ZT_CHECK_MSG(p >= points_ || p % kBlock == 0,
                  "chunk_points must be a multiple of " + std::to_string(kBlock));
     chunk_points_ = std::min(p, points_);
+    if (lean_bp_) {  // backward row chunks: whole GEMM depth blocks (PointLinear::backward_rows)
+      constexpr std::size_t kDepth = kernels::kGemmDepthBlock;
+      const std::size_t rows = std::max(kDepth, kLeanChunkFloats / chunk_width / kDepth * kDepth);
+      tail_rows_ = std::min(rows, B * static_cast<std::size_t>(points_));
+    }
   }
 
 #ifdef ZT_OPENMP
@@ -90,14 +107,15 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
   // chunked layer writes the whole-batch input of the first whole-batch layer.
   local_until_ = lean_ ? 0 : std::max(0, std::min(keep_from_, chunked_until_ - 1));
   for (int i = 0; i < n; ++i) {
-    // Lean: the stack's activations live in the chunk buffers; the pool's [B, C] and what
-    // follows are whole-batch.
+    // Lean: the streamed layers' activations live in the chunk buffers (and their errors in the
+    // backward chunks); the pool's [B, C] and what follows are whole-batch.
+    const bool chunk_only = streamed_layer(i) && i < pool_;
     if (i < local_until_)
       local_per_sample_ = std::max(local_per_sample_, model_.output_floats(i));
-    else if (i < keep_from_ && !(lean_ && i < pool_))
+    else if (i < keep_from_ && !chunk_only)
       pp_per_sample_ = std::max(pp_per_sample_, model_.output_floats(i));
-    if (i >= seg_) err_floats = std::max(err_floats, model_.output_floats(i) * B);
-    const bool streamed = lean_ && i <= pool_;  // chunk-level calls, no scratch
+    if (i >= seg_ && !chunk_only) err_floats = std::max(err_floats, model_.output_floats(i) * B);
+    const bool streamed = streamed_layer(i);  // chunk-level calls, no scratch
     if (!streamed && (i >= seg_ || i >= chunked_until_))  // these run on the whole batch
       scratch_floats = std::max(scratch_floats, model_.layer(i).scratch_floats(opt_.batch_size));
     chunk_scratch_floats_ = std::max(chunk_scratch_floats_, model_.layer(i).scratch_floats(chunk));
@@ -110,7 +128,8 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
   for (int s = 0; s < sets_; ++s) {
     h_kept_[s].assign(static_cast<std::size_t>(n), -1);
     for (int i = keep_from_; i < n; ++i)
-      h_kept_[s][static_cast<std::size_t>(i)] = arena_.reserve(
+      if (!(streamed_layer(i) && i < pool_))
+        h_kept_[s][static_cast<std::size_t>(i)] = arena_.reserve(
           "activation." + model_.layer(i).name() + (s ? ".plus" : ""), model_.output_floats(i) * B);
   }
   if (pp_floats > 0)
@@ -125,6 +144,10 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
     for (int k = 0; k < 2; ++k) h_chunk_[k] = arena_.reserve("activation.chunk", rows * chunk_width);
     if (fuse_tail_)
       h_extremes_ = arena_.reserve("activation.pool.extremes", 2 * B * model_.output_floats(pool_));
+    if (lean_bp_) {
+      for (int k = 0; k < 2; ++k) h_tail_[k] = arena_.reserve("backward.chunk", tail_rows_ * chunk_width);
+      h_tail_argmax_ = arena_.reserve("backward.pool.argmax", 3 * B * model_.output_floats(pool_));
+    }
   }
   if (bp) {
     for (int k = 0; k < 2; ++k) h_err_[k] = arena_.reserve("error.pingpong", err_floats);
@@ -216,6 +239,7 @@ void Fp32Trainer::forward_point_stack(const float* x, int n, int set) {
   const std::size_t N = static_cast<std::size_t>(points_);
   const std::size_t nbn = stack_bn_.size();
   float* in = arena_.get(h_chunk_in_);
+  const float* src = layer_input(x, stream_from_, set);  // [n, N, C0]
   float* pool_out = layer_output(pool_, set);
   auto& pool = static_cast<nn::MaxPoolPoints&>(model_.layer(pool_));
   const std::size_t pool_c = model_.output_floats(pool_);
@@ -236,9 +260,9 @@ void Fp32Trainer::forward_point_stack(const float* x, int n, int set) {
       const std::size_t np = std::min(static_cast<std::size_t>(chunk_points_), N - p0);
       for (int b = 0; b < n; ++b)  // [n, np, C0] ← points [p0, p0 + np) of every sample
         std::memcpy(in + static_cast<std::size_t>(b) * np * C0,
-                    x + (static_cast<std::size_t>(b) * N + p0) * C0, np * C0 * sizeof(float));
+                    src + (static_cast<std::size_t>(b) * N + p0) * C0, np * C0 * sizeof(float));
       const float* cur = in;
-      for (int i = 0; i < target; ++i) {
+      for (int i = stream_from_; i < target; ++i) {
         float* out = arena_.get(h_chunk_[i % 2]);
         model_.layer(i).forward_rows(static_cast<std::size_t>(n) * np, cur, out, scratch_);
         cur = out;
@@ -268,23 +292,20 @@ const float* Fp32Trainer::forward(const float* x, int n, int set) {
   ZT_CHECK(n >= 1 && n <= opt_.batch_size);
   input_ = x;
   const int layers = model_.size();
-  if (lean_) {
-    forward_point_stack(x, n, set);
-    for (int i = pool_ + 1; i < layers; ++i)
-      model_.layer(i).forward(n, layer_input(x, i, set), layer_output(i, set), scratch_);
-    return layer_output(layers - 1, set);
-  }
+  // Lean: the layers before the streamed stack (if any) as usual, the stack streamed, the rest.
+  const int plain_end = lean_ ? stream_from_ : layers;
+  const int chunked_end = std::min(chunked_until_, plain_end);
   const int chunks = (n + kForwardChunk - 1) / kForwardChunk;
   auto run_chunk = [&](int c, float* scratch, int thread) {
     const int b0 = c * kForwardChunk, nb = std::min(kForwardChunk, n - b0);
-    for (int i = 0; i < chunked_until_; ++i) {
+    for (int i = 0; i < chunked_end; ++i) {
       model_.layer(i).forward(nb, chunk_input(x, i, set, b0, thread),
                               chunk_output(i, set, b0, thread), scratch);
     }
   };
   bool done = false;
 #ifdef ZT_OPENMP
-  if (threads_ > 1 && chunks > 1 && chunked_until_ > 0) {
+  if (threads_ > 1 && chunks > 1 && chunked_end > 0) {
 #pragma omp parallel num_threads(threads_)
     {
       float* scratch = scratch_ ? scratch_ + chunk_scratch_floats_ * omp_get_thread_num() : nullptr;
@@ -294,10 +315,15 @@ const float* Fp32Trainer::forward(const float* x, int n, int set) {
     done = true;
   }
 #endif
-  if (!done)
+  if (!done && chunked_end > 0)
     for (int c = 0; c < chunks; ++c) run_chunk(c, scratch_, 0);
-  for (int i = chunked_until_; i < layers; ++i)
+  for (int i = chunked_end; i < plain_end; ++i)
     model_.layer(i).forward(n, layer_input(x, i, set), layer_output(i, set), scratch_);
+  if (lean_) {
+    forward_point_stack(x, n, set);
+    for (int i = pool_ + 1; i < layers; ++i)
+      model_.layer(i).forward(n, layer_input(x, i, set), layer_output(i, set), scratch_);
+  }
   return layer_output(layers - 1, set);
 }
 
@@ -306,11 +332,83 @@ void Fp32Trainer::backward(int n, int set, const float* dlogits) {
   const float* dy = dlogits;
   int cur = 0;
   for (int i = model_.size() - 1; i >= seg_; --i) {
+    if (lean_bp_ && i == pool_) {  // the streamed tail, down to the input of its PointLinear
+      float* dx = stream_from_ > seg_ ? arena_.get(h_err_[cur]) : nullptr;
+      backward_point_tail(n, set, dy, dx);
+      i = stream_from_;
+      dy = dx;
+      cur ^= 1;
+      continue;
+    }
     float* dx = (i > seg_) ? arena_.get(h_err_[cur]) : nullptr;
     nn::Layer& l = model_.layer(i);
     l.backward(n, layer_input(input_, i, set), layer_output(i, set), dy, dx, scratch_);
     dy = dx;
     cur ^= 1;
+  }
+}
+
+// Lean backprop through PointLinear → BatchNorm → ReLU → max-pool over points, recomputing the
+// tail's activations from its input a [n, N, C_in] in chunks of tail_rows_ rows (whole GEMM
+// depth blocks). Pass 1 finds each (sample, channel)'s first maximum over points, as
+// MaxPoolPoints::backward does, with the BatchNorm input there; the pool's error flows only
+// there (through the ReLU if that maximum is positive), so BatchNorm's batch sums come from
+// those n·C entries (BatchNorm::backward_sums_sparse). Pass 2 rebuilds each chunk's dense error
+// and runs BatchNorm's and PointLinear's row-wise backward on it. Every value matches the
+// whole-batch backward bit for bit (see the header).
+void Fp32Trainer::backward_point_tail(int n, int set, const float* dpool, float* dx) {
+  auto& lin = static_cast<nn::PointLinear&>(model_.layer(stream_from_));
+  auto& bn = static_cast<nn::BatchNorm&>(model_.layer(stream_from_ + 1));
+  nn::Layer& relu = model_.layer(stream_from_ + 2);
+  const float* a = layer_input(input_, stream_from_, set);
+  const std::size_t N = static_cast<std::size_t>(points_);
+  const std::size_t Cin = static_cast<std::size_t>(in_channels_);
+  const std::size_t C = model_.output_floats(pool_);
+  const std::size_t rows = static_cast<std::size_t>(n) * N, R = tail_rows_;
+  const std::size_t nc = static_cast<std::size_t>(n) * C;
+  float* z = arena_.get(h_tail_[0]);   // the BatchNorm input of a chunk
+  float* t = arena_.get(h_tail_[1]);   // a chunk's pooled activation, then its error
+  float* at = arena_.get(h_tail_argmax_);  // [n, C]: point index of the first maximum
+  float* best = at + nc;                   // the maximum, then the error at it
+  float* z_at = best + nc;                 // the BatchNorm input there
+  constexpr std::size_t kCb = 64;          // channels per thread block of the scan
+  const std::size_t cblocks = (C + kCb - 1) / kCb;
+  for (std::size_t r0 = 0; r0 < rows; r0 += R) {
+    const std::size_t nr = std::min(R, rows - r0);
+    lin.forward_rows(nr, a + r0 * Cin, z, scratch_);
+    bn.forward_rows(nr, z, t, scratch_);
+    relu.forward_rows(nr, t, t, scratch_);
+#pragma omp parallel for schedule(static) if (cblocks > 1 && nr * C >= (std::size_t{1} << 16))
+    for (std::size_t cb = 0; cb < cblocks; ++cb) {
+      const std::size_t c0 = cb * kCb, c1 = std::min(C, c0 + kCb);
+      for (std::size_t r = r0; r < r0 + nr; ++r) {
+        const std::size_t p = r % N, base = (r / N) * C;
+        const float* tr = t + (r - r0) * C;
+        const float* zr = z + (r - r0) * C;
+        for (std::size_t c = c0; c < c1; ++c) {
+          const std::size_t i = base + c;
+          if (p == 0 || tr[c] > best[i]) {
+            best[i] = tr[c];
+            at[i] = static_cast<float>(p);
+            z_at[i] = zr[c];
+          }
+        }
+      }
+    }
+  }
+  for (std::size_t i = 0; i < nc; ++i) best[i] = best[i] > 0.0f ? dpool[i] : 0.0f;  // ReLU
+  bn.backward_sums_sparse(n, at, best, z_at);
+  for (std::size_t r0 = 0; r0 < rows; r0 += R) {
+    const std::size_t nr = std::min(R, rows - r0);
+    lin.forward_rows(nr, a + r0 * Cin, z, scratch_);
+    std::memset(t, 0, nr * C * sizeof(float));
+    for (std::size_t b = r0 / N; b <= (r0 + nr - 1) / N; ++b)
+      for (std::size_t c = 0; c < C; ++c) {
+        const std::size_t r = b * N + static_cast<std::size_t>(at[b * C + c]);
+        if (r >= r0 && r < r0 + nr) t[(r - r0) * C + c] = best[b * C + c];
+      }
+    bn.backward_rows(nr, z, t, t);
+    lin.backward_rows(nr, a + r0 * Cin, t, dx != nullptr ? dx + r0 * Cin : nullptr);
   }
 }
 

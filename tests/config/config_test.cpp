@@ -47,6 +47,7 @@ void expect_same(const ExperimentConfig& a, const ExperimentConfig& b) {
   EXPECT_EQ(a.train.threads, b.train.threads);
   EXPECT_EQ(a.train.max_steps, b.train.max_steps);
   EXPECT_EQ(a.train.eval_every, b.train.eval_every);
+  EXPECT_EQ(a.train.memory_plan, b.train.memory_plan);
   EXPECT_EQ(a.int8.r_max, b.int8.r_max);
   EXPECT_EQ(a.int8.b_zo, b.int8.b_zo);
   EXPECT_EQ(a.int8.b_bp, b.int8.b_bp);
@@ -176,6 +177,7 @@ TEST(ConfigTest, Enums) {
       {R"({"method": {"name": "mezo"}})", "method.name", "full_bp, full_zo, elastic_zo"},
       {R"({"optimizer": {"name": "rmsprop"}})", "optimizer.name", "sgd, adam"},
       {R"({"method": {"bp_activations": "plus"}})", "method.bp_activations", "minus, average"},
+      {R"({"train": {"memory_plan": "tiny"}})", "train.memory_plan", "lean, whole_batch"},
       {R"({"data": {"dataset": 3}})", "data.dataset", "mnist, fashion_mnist"},
   };
   for (const Case& c : cases) {
@@ -240,7 +242,8 @@ TEST(ConfigTest, RoundTrip) {
     "optimizer": {"name": "adam", "lr": 0.1234567890123, "bp_lr": 3e-5,
                   "decay": {"factor": 0.35, "every_epochs": 4}},
     "zo": {"eps": 1.5e-4, "grad_clip": 7.25},
-    "train": {"epochs": 11, "batch_size": 16, "threads": 2, "max_steps": 99, "eval_every": 3},
+    "train": {"epochs": 11, "batch_size": 16, "threads": 2, "max_steps": 99, "eval_every": 3,
+              "memory_plan": "whole_batch"},
     "int8": {"r_max": 15, "b_zo": {"0": 2, "7": 1}, "b_bp": 6,
              "p_zero": {"0": 0.125, "3": 0.3333333333333333, "40": 0.99}, "sign": "integer"},
     "output": {"dir": "out", "checkpoint_every": 0}})");
@@ -254,7 +257,7 @@ TEST(ConfigTest, RoundTrip) {
 TEST(ConfigTest, DumpAndHelpListEveryKey) {
   const std::string dump = to_json_text(ExperimentConfig{});
   const std::string help = keys_help();
-  ASSERT_EQ(key_names().size(), 32u);
+  ASSERT_EQ(key_names().size(), 33u);
   for (const std::string& k : key_names()) {
     const std::string leaf = k.substr(k.rfind('.') + 1);
     EXPECT_NE(dump.find("\"" + leaf + "\""), std::string::npos) << k;

@@ -165,14 +165,53 @@ TEST(LeanPlan, SameWeightsAsWholeBatchPlanAtN1024) {
   }
 }
 
-TEST(LeanPlan, AppliesOnlyWhenTheStackIsInTheZoPart) {
+// Backprop into the stack (Full BP, C ≤ 4): the tail mlp5 → bn5 → relu5 → pool is streamed and
+// recomputed in backward. N = 80, B = 8: 640 rows, so two backward chunks (512 + 128 rows) and
+// BatchNorm row blocks that straddle samples; N = 1024, B = 2: two chunks of 1024 rows.
+TEST(LeanPlan, SameWeightsWhenBackpropReachesTheStack) {
+  for (int c : {0, 1, 4}) {
+    for (bool negative : {false, true}) {
+      RunSpec s;
+      s.points = 80;
+      s.batch = 8;
+      s.partition = c;
+      s.negative_gamma = negative;
+      s.plan = MemoryPlan::kWholeBatch;
+      const Result whole = train(s);
+      s.plan = MemoryPlan::kLean;
+      for (int threads : {1, 2}) {
+        s.threads = threads;
+        expect_identical(train(s), whole,
+                         "BP into the stack: C " + std::to_string(c) + (negative ? " γ<0" : "") +
+                             " threads " + std::to_string(threads));
+      }
+    }
+  }
+  RunSpec s;
+  s.points = 1024;
+  s.batch = 2;
+  s.partition = 0;
+  s.steps = 2;
+  s.plan = MemoryPlan::kWholeBatch;
+  const Result whole = train(s);
+  s.plan = MemoryPlan::kLean;
+  expect_identical(train(s), whole, "BP into the stack: N 1024 C 0");
+}
+
+TEST(LeanPlan, AppliesUnlessBothPassesFeedBackprop) {
   for (int c = 0; c <= 8; ++c) {
-    auto m = nn::make_pointnet(64, kernels::best_isa());
-    Fp32TrainerOptions o;
-    o.partition = c;
-    o.batch_size = 4;
-    Fp32Trainer t(*m, o);
-    EXPECT_EQ(t.lean(), c >= 5) << c;  // C ≥ 5: the segment starts after the pool
+    for (BpActivations bp : {BpActivations::kMinus, BpActivations::kAverage}) {
+      auto m = nn::make_pointnet(64, kernels::best_isa());
+      Fp32TrainerOptions o;
+      o.partition = c;
+      o.batch_size = 4;
+      o.bp_activations = bp;
+      Fp32Trainer t(*m, o);
+      // C ≥ 5: the stack is in the ZO part. C ≤ 4: the tail is recomputed in backward, which
+      // needs one set of statistics (not both passes', unless C = 0: no ZO passes).
+      const bool averaged = bp == BpActivations::kAverage && c > 0 && c < 5;
+      EXPECT_EQ(t.lean(), !averaged) << c;
+    }
   }
   auto lenet = nn::make_lenet5(kernels::best_isa());
   Fp32TrainerOptions o;

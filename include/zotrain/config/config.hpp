@@ -49,6 +49,7 @@ struct TrainConfig {
   std::int64_t threads = 0;            // 0 = all cores
   std::int64_t max_steps = 0;          // 0 = no limit (stop after this many steps in total)
   std::int64_t eval_every = 1;         // evaluate on the test set every N epochs (and at the end)
+  std::string memory_plan = "lean";   // lean (recompute, release early) | whole_batch (keep all)
 };
 // A per-epoch schedule. JSON: a plain number (constant for the whole run) or an object whose
 // keys are the epoch (0-based count of completed epochs) from which a value applies, e.g.

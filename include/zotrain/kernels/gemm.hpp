@@ -9,6 +9,11 @@
 
 namespace zt::kernels {
 
+// The fast paths (portable, NEON) block K from 0 in steps of this depth, adding each block's
+// products into C in order: splitting K at multiples of it into calls with accumulate = true
+// gives the same bits. (The reference sums all of K in double, so it does not.)
+inline constexpr int kGemmDepthBlock = 512;
+
 using GemmF32Fn = void (*)(bool trans_a, bool trans_b, int m, int n, int k, const float* a,
                            int lda, const float* b, int ldb, float* c, int ldc, bool accumulate);
 

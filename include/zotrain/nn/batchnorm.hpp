@@ -38,7 +38,6 @@ class BatchNorm final : public Layer {
   bool training() const { return training_; }
   // γ = 1, β = 0, running mean 0, running variance 1 (PyTorch).
   void init(SplitMix64& rng) override;
-  std::size_t scratch_floats(int batch) const override;
   // x, y [B, N, C].
   void forward(int batch, const float* x, float* y, float* scratch) override;
   bool row_wise() const override { return true; }
@@ -62,6 +61,16 @@ class BatchNorm final : public Layer {
   // backward through μ and σ²; evaluation mode: the affine map of the running statistics.
   void backward(int batch, const float* x, const float* y, const float* dy, float* dx,
                 float* scratch) override;
+  // The backward in two steps, so a trainer can stream rows (Fp32Trainer's lean plan): the sums
+  // over the batch, which accumulate dγ, dβ and fix the per-channel factors, then
+  // backward_rows(), which maps any rows x, dy [rows, C] to dx with them, each row bit-identical
+  // to backward(). backward() = its own dense sums + backward_rows() over the whole batch.
+  // backward_sums_sparse(): the sums (training mode, statistics from the last forward) for a dy
+  // of [B, N, C] that is zero except dy[b, at[b, c], c] = val[b, c], where x is x_at[b, c] —
+  // what a max-pool over points leaves — bit-identical to the dense sums. at holds point
+  // indices as floats (exact for N ≤ 2^24); at, val, x_at are [B, C].
+  void backward_sums_sparse(int batch, const float* at, const float* val, const float* x_at);
+  void backward_rows(std::size_t rows, const float* x, const float* dy, float* dx) const;
 
  private:
   void finish(bool update_running);
@@ -79,6 +88,9 @@ class BatchNorm final : public Layer {
   double acc_n_ = 0;
   std::vector<double> acc_mean_, acc_m2_;
   std::vector<float> mean_, inv_std_, scale_;
+  // Backward: Σdy and Σ(dy·x̂) per channel, then (training) the factors backward_rows() applies.
+  std::vector<float> sum_dy_, sum_dy_xhat_;
+  void finish_backward_sums(std::size_t rows);
 };
 
 }  // namespace zt::nn

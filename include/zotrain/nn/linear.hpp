@@ -47,6 +47,10 @@ class PointLinear final : public Layer {
   void forward_rows(std::size_t rows, const float* x, float* y, float* scratch) override;
   void backward(int batch, const float* x, const float* y, const float* dy, float* dx,
                 float* scratch) override;
+  // backward() for any rows x [rows, I], dy [rows, O]: dx rows bit-identical to backward()'s;
+  // dW, db accumulate, so consecutive row ranges in order give backward()'s sums when each
+  // range but the last is a multiple of kernels::kGemmDepthBlock rows.
+  void backward_rows(std::size_t rows, const float* x, const float* dy, float* dx);
 
  private:
   int in_, out_, points_ = 0;

@@ -27,8 +27,18 @@
 // one fixed block order for whole batches and chunks alike, the GEMM's per-row sums do not
 // depend on the row count and the pool compares in point order, so the lean plan's results are
 // bit-identical to the whole-batch plan's (MemoryPlan::kWholeBatch): same logits, running
-// statistics and weights. Other models (LeNet-5) and partitions that backprop into the stack use
-// the whole-batch plan.
+// statistics and weights.
+//
+// Lean plan, backprop into the stack (C ≤ 4 for PointNet, Full BP included): the layers below
+// the stack's tail keep their activations, but the tail — PointLinear → BatchNorm → ReLU →
+// max-pool, the widest layer — streams like the ZO forward (from the kept input of its
+// PointLinear) and is recomputed in backward, in chunks of whole GEMM depth blocks of rows
+// (backward_point_tail()). The pool's error reaches one point per (sample, channel); BatchNorm's
+// batch sums come from those entries in the dense reduction's order, and PointLinear's dW
+// accumulates chunk after chunk at the GEMM's depth-block boundaries, so the result is
+// bit-identical to the whole-batch backward (tested) for the price of two more forward passes
+// of the tail's PointLinear. Not with BpActivations::kAverage (the tail would need both passes'
+// statistics): that, and other models (LeNet-5), use the whole-batch plan.
 //
 // Threads: a forward pass runs the per-sample layers (conv, ReLU, pool — everything before the
 // first layer that prefers the whole batch) on fixed chunks of kForwardChunk samples, one
@@ -122,6 +132,9 @@ class Fp32Trainer {
   const float* forward(const float* x, int n, int set);  // returns the logits
   void forward_point_stack(const float* x, int n, int set);  // lean: layers [0, pool_]
   void backward(int n, int set, const float* dlogits);
+  void backward_point_tail(int n, int set, const float* dpool, float* dx);  // lean_bp_
+  // Lean: layers whose forward streams in chunks (the stack from stream_from_, and the pool).
+  bool streamed_layer(int i) const { return lean_ && i >= stream_from_ && i <= pool_; }
   const float* layer_input(const float* x, int i, int set) const;
   float* layer_output(int i, int set) const;
   float* chunk_output(int i, int set, int b0, int thread) const;
@@ -154,6 +167,12 @@ class Fp32Trainer {
   std::vector<int> stack_bn_;
   bool fuse_tail_ = false;  // stack ends BatchNorm → ReLU → pool: fold the last pass (above)
   int h_chunk_in_ = -1, h_chunk_[2] = {-1, -1}, h_extremes_ = -1;  // extremes: max, min [B, C]
+  // Backprop into the stack (lean_bp_): only its tail PointLinear → BatchNorm → ReLU → pool,
+  // layers [stream_from_, pool_], is streamed; backward chunks of tail_rows_ rows.
+  bool lean_bp_ = false;
+  int stream_from_ = 0;
+  std::size_t tail_rows_ = 0;
+  int h_tail_[2] = {-1, -1}, h_tail_argmax_ = -1;
   kernels::PerturbGaussianF32Fn perturb_;
 };
 

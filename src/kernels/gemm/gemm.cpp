@@ -32,7 +32,7 @@ typedef float VecFU __attribute__((vector_size(kLanes * sizeof(float)), aligned(
 constexpr int kMr = 8;               // rows of A per micro-tile
 constexpr int kNrv = 2;              // vectors of B per micro-tile
 constexpr int kNr = kNrv * kLanes;   // columns per micro-tile
-constexpr int kKc = 512;             // depth per packed block
+constexpr int kKc = kGemmDepthBlock;  // depth per packed block (gemm.hpp)
 constexpr int kMc = 128;             // rows per packed A block (multiple of kMr)
 constexpr int kNc = 4096;            // columns per packed B block (multiple of kNr)
 static_assert(kMc % kMr == 0 && kNc % kNr == 0);
