@@ -66,6 +66,14 @@ std::size_t Int8Net::max_weight_count() const {
   return m;
 }
 
+void Int8Net::point_product(int i, std::size_t rows, const std::int8_t* x,
+                            std::int32_t* acc) const {
+  const Int8Layer& l = layer(i);
+  ZT_CHECK(l.op == Int8Op::kPointLinear);
+  linear_fwd_(static_cast<int>(rows), l.weight_shape[0], l.weight_shape[1], x,
+              weights_.data() + l.weight_offset, acc);
+}
+
 int Int8Net::forward(int i, int batch, const std::int8_t* x, int ex, std::int8_t* y,
                      std::int32_t* acc, void* scratch) const {
   const Int8Layer& l = layer(i);

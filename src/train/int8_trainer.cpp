@@ -58,11 +58,28 @@ Int8Trainer::Int8Trainer(nn::Int8Net& net, const Int8TrainerOptions& options)
   const auto B = static_cast<std::size_t>(opt_.batch_size);
   const int layers = net_.size();
 
+  // Lean tail: PointLinear → ReLU → max over points, all before the backprop segment.
+  for (int i = 2; opt_.lean && i < layers && i < seg_; ++i)
+    if (net_.layer(i).op == nn::Int8Op::kMaxPoolPoints) {
+      if (net_.layer(i - 1).op == nn::Int8Op::kRelu &&
+          net_.layer(i - 2).op == nn::Int8Op::kPointLinear)
+        tail_ = i - 2;
+      break;
+    }
   std::size_t pingpong = 0, acc = 0, scratch = 0, err = 0;
   h_kept_.assign(static_cast<std::size_t>(layers), -1);
   for (int i = 0; i < layers; ++i) {
     const nn::Int8Layer& l = net_.layer(i);
     const std::size_t out = B * l.out.numel();
+    if (tail_ >= 0 && i >= tail_ && i < tail_ + 2) {  // streamed: a chunk of the product only
+      const std::size_t width = static_cast<std::size_t>(l.out.dims.back());
+      const std::size_t rows = B * static_cast<std::size_t>(l.out.dims.at(0));
+      if (i == tail_) {
+        tail_rows_ = std::min(rows, std::max<std::size_t>(1, kTailChunkElems / width));
+        acc = std::max(acc, tail_rows_ * width);
+      }
+      continue;
+    }
     if (i < keep_from_)
       pingpong = std::max(pingpong, out);
     else
@@ -75,6 +92,9 @@ Int8Trainer::Int8Trainer(nn::Int8Net& net, const Int8TrainerOptions& options)
     for (int k = 0; k < 2; ++k)
       h_pingpong_[k] = reserve_bytes(arena_, "ZO ping-pong " + std::to_string(k) + " (int8)", pingpong);
   h_acc_ = reserve_bytes(arena_, "accumulator (int32)", acc * 4);
+  if (tail_ >= 0)
+    h_tail_max_ = reserve_bytes(arena_, "pool running max (int32)",
+                                B * net_.layer(tail_ + 2).out.numel() * 4);
   if (scratch > 0) h_scratch_ = reserve_bytes(arena_, "conv scratch", scratch);
   if (opt_.partition > 0)
     h_plus_ = reserve_bytes(arena_, "+ pass logits (int8)", B * static_cast<std::size_t>(net_.num_classes()));
@@ -105,8 +125,50 @@ void Int8Trainer::forward(int n) {
   auto* acc = reinterpret_cast<std::int32_t*>(arena_.get(h_acc_));
   void* scratch = h_scratch_ >= 0 ? static_cast<void*>(arena_.get(h_scratch_)) : nullptr;
   int ex = input_exp_;
-  for (int i = 0; i < net_.size(); ++i) ex = net_.forward(i, n, act(i - 1), ex, act(i), acc, scratch);
+  for (int i = 0; i < net_.size(); ++i) {
+    if (i == tail_) {
+      ex = forward_tail(n, ex);
+      i += 2;
+      continue;
+    }
+    ex = net_.forward(i, n, act(i - 1), ex, act(i), acc, scratch);
+  }
   last_exp_ = ex;
+}
+
+int Int8Trainer::forward_tail(int n, int ex) {
+  const nn::Int8Layer& l = net_.layer(tail_);
+  const std::size_t N = static_cast<std::size_t>(l.in.dims.at(0));
+  const std::size_t K = static_cast<std::size_t>(l.in.dims.at(1));
+  const std::size_t C = static_cast<std::size_t>(l.out.dims.at(1));
+  const std::size_t rows = static_cast<std::size_t>(n) * N;
+  const std::int8_t* x = act(tail_ - 1);
+  auto* acc = reinterpret_cast<std::int32_t*>(arena_.get(h_acc_));
+  auto* mx = reinterpret_cast<std::int32_t*>(arena_.get(h_tail_max_));
+  std::uint32_t maxabs = 0;
+  for (std::size_t r0 = 0; r0 < rows; r0 += tail_rows_) {
+    const std::size_t nr = std::min(tail_rows_, rows - r0);
+    net_.point_product(tail_, nr, x + r0 * K, acc);
+    for (std::size_t r = r0; r < r0 + nr; ++r) {
+      const std::int32_t* a = acc + (r - r0) * C;
+      std::int32_t* m = mx + (r / N) * C;
+      const bool first = r % N == 0;
+      for (std::size_t c = 0; c < C; ++c) {
+        const std::uint32_t mag = kernels::magnitude(a[c]);
+        maxabs = mag > maxabs ? mag : maxabs;
+        m[c] = first || a[c] > m[c] ? a[c] : m[c];
+      }
+    }
+  }
+  // requantize_s32_s8's shift for the whole tensor, then ReLU of each pooled value.
+  const int b = kernels::bitlen(maxabs);
+  const int shift = b > kernels::kInt8Bits ? b - kernels::kInt8Bits : 0;
+  std::int8_t* pooled = act(tail_ + 2);
+  for (std::size_t i = 0; i < static_cast<std::size_t>(n) * C; ++i) {
+    const std::int8_t v = kernels::clamp_s8(kernels::round_shift(mx[i], shift));
+    pooled[i] = v > 0 ? v : 0;
+  }
+  return ex + l.exponent + shift;
 }
 
 void Int8Trainer::forward_passes(const std::int8_t* x, int exponent, int n,

@@ -263,8 +263,8 @@ TEST(ConfigTest, DumpAndHelpListEveryKey) {
     EXPECT_NE(dump.find("\"" + leaf + "\""), std::string::npos) << k;
     EXPECT_NE(help.find("  " + k + " ("), std::string::npos) << k;
   }
-  EXPECT_NE(help.find("train.batch_size (integer >= 0, default 0): minibatch size (0 = 32 for "
-                      "fp32, 256 for int8)"),
+  EXPECT_NE(help.find("train.batch_size (integer >= 0, default 0): minibatch size (0 = 32; 256 "
+                      "for int8 LeNet-5)"),
             std::string::npos)
       << help;
   EXPECT_NE(help.find("data.dataset (mnist | fashion_mnist | modelnet40, default \"mnist\")"),
@@ -562,6 +562,9 @@ TEST(ConfigTest, ResolveBatchSize) {
   EXPECT_EQ(parse("{}").train.batch_size, 0);
   EXPECT_EQ(resolve_batch_size(parse("{}")), 32);
   EXPECT_EQ(resolve_batch_size(parse("{}", {"model.precision=int8"})), 256);
+  EXPECT_EQ(resolve_batch_size(parse("{}", {"model.precision=int8", "model.arch=pointnet",
+                                             "data.dataset=modelnet40"})),
+            32);
   EXPECT_EQ(resolve_batch_size(parse("{}", {"train.batch_size=64"})), 64);
   EXPECT_EQ(resolve_batch_size(parse("{}", {"model.precision=int8", "train.batch_size=64"})), 64);
   EXPECT_EQ(resolve_batch_size(parse("{}", {"model.precision=int8", "train.batch_size=1"})), 1);

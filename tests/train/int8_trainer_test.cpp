@@ -12,6 +12,7 @@
 #include "zotrain/kernels/quant.hpp"
 #include "zotrain/nn/int8_setup.hpp"
 #include "zotrain/nn/lenet5.hpp"
+#include "zotrain/nn/pointnet.hpp"
 #include "zotrain/train/int8_float.hpp"
 #include "zotrain/train/int8_trainer.hpp"
 
@@ -112,6 +113,71 @@ TEST(Int8Trainer, PlannedBuffersAndCounts) {
   EXPECT_EQ(t.zo_weights(), 150u + 2400u + 94080u);
   EXPECT_EQ(t.bp_weights(), 10080u + 840u);
   EXPECT_GT(t.planned_bytes(), net->num_weights());
+}
+
+}  // namespace
+}  // namespace zt::train
+
+namespace zt::train {
+namespace {
+
+// Lean tail (int8 PointNet, C ≥ 5): the widest layer streams in chunks into a running max; it
+// must give the whole-batch forward's weights and logits bit for bit.
+struct PointRun {
+  std::vector<std::int8_t> weights, logits;
+  int exponent = 0;
+  bool lean = false;
+  std::size_t planned = 0;
+};
+
+PointRun train_points(int points, int partition, bool lean, int steps) {
+  constexpr int kB = 4;
+  auto fp32 = nn::make_pointnet(points, kernels::Isa::kReference);
+  auto net = nn::make_int8_net(*fp32, kernels::best_isa());
+  nn::init_niti(*net, 5);
+  Int8TrainerOptions o;
+  o.partition = partition;
+  o.batch_size = kB;
+  o.lean = lean;
+  Int8Trainer t(*net, o);
+  Int8Hyper h;
+  h.r_max = 3;
+  SplitMix64 rng(9);
+  std::vector<std::int8_t> x(static_cast<std::size_t>(kB) * points * 3);
+  std::vector<std::uint8_t> y(kB);
+  for (int s = 0; s < steps; ++s) {
+    for (auto& v : x) v = static_cast<std::int8_t>(static_cast<int>(rng.below(129)) - 64);
+    for (auto& l : y) l = static_cast<std::uint8_t>(rng.below(nn::kPointNetClasses));
+    t.forward_passes(x.data(), -6, kB, 500 + static_cast<std::uint64_t>(s), h);
+    const int g = t.zo_weights() > 0 ? t.integer_sign(y.data()) : 0;
+    t.finish(y.data(), g, 500 + static_cast<std::uint64_t>(s), h);
+  }
+  PointRun r;
+  r.weights.assign(net->weights(), net->weights() + net->num_weights());
+  const Int8Logits lg = t.infer(x.data(), -6, kB);
+  r.logits.assign(lg.values, lg.values + static_cast<std::size_t>(kB) * nn::kPointNetClasses);
+  r.exponent = lg.exponent;
+  r.lean = t.lean();
+  r.planned = t.planned_bytes();
+  return r;
+}
+
+TEST(Int8LeanTail, SameWeightsAsWholeBatchForward) {
+  for (int points : {64, 80}) {
+    for (int c : {5, 6, 8}) {
+      const PointRun whole = train_points(points, c, false, 4);
+      const PointRun lean = train_points(points, c, true, 4);
+      const std::string what = "N " + std::to_string(points) + " C " + std::to_string(c);
+      EXPECT_FALSE(whole.lean) << what;
+      EXPECT_TRUE(lean.lean) << what;
+      EXPECT_EQ(lean.weights, whole.weights) << what;
+      EXPECT_EQ(lean.logits, whole.logits) << what;
+      EXPECT_EQ(lean.exponent, whole.exponent) << what;
+      EXPECT_LT(lean.planned, whole.planned) << what;
+    }
+  }
+  // The tail in the backprop part: no streaming.
+  EXPECT_FALSE(train_points(64, 4, true, 1).lean);
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ struct ZoConfig {
 };
 struct TrainConfig {
   std::int64_t epochs = 5;
-  std::int64_t batch_size = 0;         // 0 = precision default; use resolve_batch_size()
+  std::int64_t batch_size = 0;         // 0 = default (32; int8 LeNet-5: 256); resolve_batch_size()
   std::int64_t threads = 0;            // 0 = all cores
   std::int64_t max_steps = 0;          // 0 = no limit (stop after this many steps in total)
   std::int64_t eval_every = 1;         // evaluate on the test set every N epochs (and at the end)

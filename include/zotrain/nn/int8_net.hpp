@@ -70,6 +70,9 @@ class Int8Net {
   // exponent. Matmul layers go through acc [B, out] int32 and requantise (SPEC 5.1).
   int forward(int i, int batch, const std::int8_t* x, int ex, std::int8_t* y, std::int32_t* acc,
               void* scratch) const;
+  // The int32 product of PointLinear layer i for any rows x [rows, K] → acc [rows, M], without
+  // requantising (lets a trainer stream chunks of points; each row is what forward() forms).
+  void point_product(int i, std::size_t rows, const std::int8_t* x, std::int32_t* acc) const;
   // Backward of layer i: e_out [B, out] → e_in [B, in] (skipped when e_in is null; matmul
   // layers via acc [B, in] int32 and RoundShift requantisation, with the pre-update weights),
   // then, for a parametric layer, G = Σ e_out ⊗ x in grad [weight_count] int32 and the b_bp-bit

@@ -15,6 +15,15 @@
 // write into two ping-pong buffers; the segment's input and every output from there on are
 // kept; one int32 accumulator, one int32 gradient and two int8 error buffers are shared by all
 // layers (each layer requantises or updates before the next one runs).
+//
+// Lean tail (Int8TrainerOptions::lean, the default): when a network's per-point stack ends in
+// PointLinear → ReLU → max over points and that tail lies in the ZO part (PointNet, C ≥ 5), the
+// tail's product streams in chunks of rows through a chunk-sized int32 accumulator, keeping the
+// batch's largest magnitude (for the requantisation shift) and each (sample, channel)'s largest
+// int32 value. Requantisation (RoundShift with one shift for the tensor), clamping and ReLU are
+// monotone non-decreasing, so max-pooling commutes with them: the pool is ReLU(requantise(max))
+// — bit-identical to the whole-batch forward — and neither the [B, N, C] int32 accumulator nor
+// the int8 output of the widest layer ever exists.
 #pragma once
 
 #include <array>
@@ -29,11 +38,15 @@
 
 namespace zt::train {
 
+// Lean tail: int32 elements of one chunk of the streamed product (4 MiB).
+inline constexpr std::size_t kTailChunkElems = std::size_t{1} << 20;
+
 struct Int8TrainerOptions {
   int partition = 0;   // C in [0, L]
   int batch_size = 256;
   int threads = 1;     // OpenMP threads the kernels may use (scratch is sized for them)
   kernels::Isa isa = kernels::best_isa();
+  bool lean = true;  // stream the per-point tail when it is in the ZO part (see above)
 };
 
 // Per-epoch integer hyperparameters (SPEC 6; the caller converts p_zero to the threshold).
@@ -70,12 +83,14 @@ class Int8Trainer {
   std::size_t zo_weights() const { return zo_weights_; }
   std::size_t bp_weights() const { return net_.num_weights() - zo_weights_; }
   const Arena& arena() const { return arena_; }
+  bool lean() const { return tail_ >= 0; }
   std::size_t planned_bytes() const { return arena_.planned_bytes() + net_.num_weights(); }
   // Wall time per phase (telemetry::Phase order) since the last take_phase_ns(), in ns.
   std::array<std::int64_t, telemetry::kNumPhases> take_phase_ns();
 
  private:
   void forward(int n);  // from input_ through all layers; sets last_exp_
+  int forward_tail(int n, int ex);  // lean: layers [tail_, tail_ + 2] into act(tail_ + 2)
   const std::int8_t* last_logits() const { return act(net_.size() - 1); }
   const std::int8_t* act(int i) const;  // output of layer i (i = −1: the quantised input)
   std::int8_t* act(int i);
@@ -89,6 +104,10 @@ class Int8Trainer {
   std::vector<int> h_kept_;  // per layer: handle of its kept output, −1 = ping-pong
   int h_pingpong_[2] = {-1, -1}, h_acc_ = -1, h_grad_ = -1, h_err_[2] = {-1, -1},
       h_scratch_ = -1, h_plus_ = -1;
+  // Lean tail: its first layer (−1 = none), rows per chunk, running max [B, C] int32.
+  int tail_ = -1;
+  std::size_t tail_rows_ = 0;
+  int h_tail_max_ = -1;
   std::int8_t* plus_logits_ = nullptr;
   int plus_exp_ = 0, last_exp_ = 0;
   std::array<std::int64_t, telemetry::kNumPhases> ns_{};
