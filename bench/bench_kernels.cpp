@@ -1,4 +1,5 @@
-// zotrain_bench_kernels [batch [int8]] — GFLOP/s of reference vs portable FP32 kernels on the
+// zotrain_bench_kernels [batch [int8]] — GFLOP/s of reference vs portable (and NEON, where the
+// CPU has it) FP32 kernels on the
 // LeNet-5 shapes (conv fwd/bwd, linear fwd/bwd) with 1 and 2 threads, and the time of a whole
 // portable LeNet-5 forward (conv, ReLU, pool, linear). FLOPs count 2 per multiply-accumulate,
 // padded taps included. Each figure is the best of 5 repetitions of a ~50 ms timing loop.
@@ -270,21 +271,29 @@ int main(int argc, char** argv) {
                     }});
   }
 
-  std::printf("%-26s %10s %12s %12s %12s %12s\n", "kernel", "MFLOP", "ref 1t", "port 1t", "port 2t", "2t time");
+  const bool neon = isa_available(Isa::kNeon);
+  std::printf("%-26s %10s %12s %12s %12s %12s%s\n", "kernel", "MFLOP", "ref 1t", "port 1t", "port 2t", "2t time",
+              neon ? "      neon 1t      neon 2t" : "");
   for (const Row& r : rows) {
     set_threads(1);
     const double t_ref = time_call([&] { r.run(Isa::kReference); }, 0.02);
     const double t_p1 = time_call([&] { r.run(Isa::kPortable); });
+    const double t_n1 = neon ? time_call([&] { r.run(Isa::kNeon); }) : 0.0;
     set_threads(2);
     const double t_p2 = time_call([&] { r.run(Isa::kPortable); });
-    std::printf("%-26s %10.2f %8.2f GF/s %7.2f GF/s %7.2f GF/s %8.1f us\n", r.name.c_str(), r.flops * 1e-6,
+    const double t_n2 = neon ? time_call([&] { r.run(Isa::kNeon); }) : 0.0;
+    std::printf("%-26s %10.2f %8.2f GF/s %7.2f GF/s %7.2f GF/s %8.1f us", r.name.c_str(), r.flops * 1e-6,
                 r.flops / t_ref * 1e-9, r.flops / t_p1 * 1e-9, r.flops / t_p2 * 1e-9, t_p2 * 1e6);
+    if (neon) std::printf(" %7.2f GF/s %7.2f GF/s", r.flops / t_n1 * 1e-9, r.flops / t_n2 * 1e-9);
+    std::printf("\n");
   }
 
   // Conv layers alone, one thread, at this batch and at batch 4 (the trainer's per-chunk calls).
   {
     set_threads(1);
-    std::printf("conv, 1 thread, us per call (min thread CPU time): batch %d | batch 4\n", batch);
+    const Isa fast = neon ? Isa::kNeon : Isa::kPortable;
+    std::printf("conv (%s), 1 thread, us per call (min thread CPU time): batch %d | batch 4\n",
+                isa_name(fast), batch);
     const auto run_conv = [&](const Conv2dShape& s0, int b, bool fwd, bool with_dx) {
       Conv2dShape s = s0;
       s.batch = std::min(b, batch);
@@ -298,9 +307,9 @@ int main(int argc, char** argv) {
       float* db = s.in_c == 1 ? db1.data() : db2.data();
       return min_cpu_us([&] {
         if (fwd)
-          conv2d_forward_f32_portable(s, x, w, bias, y, sc.data());
+          select_conv2d_forward_f32(fast)(s, x, w, bias, y, sc.data());
         else
-          conv2d_backward_f32_portable(s, x, w, dy, with_dx ? dx2.data() : nullptr, dw, db, sc.data());
+          select_conv2d_backward_f32(fast)(s, x, w, dy, with_dx ? dx2.data() : nullptr, dw, db, sc.data());
       });
     };
     struct ConvCase { const char* name; const Conv2dShape* s; bool fwd, dx; };
@@ -342,6 +351,14 @@ int main(int argc, char** argv) {
               "portable 2t %.3f ms (%.1f GF/s)\n",
               batch, fwd_macs * 1e-6, tf_ref * 1e3, tf1 * 1e3, 2 * fwd_macs / tf1 * 1e-9, tf2 * 1e3,
               2 * fwd_macs / tf2 * 1e-9);
+  if (neon) {
+    set_threads(1);
+    const double tn1 = time_call([&] { forward(Isa::kNeon); }, 0.2);
+    set_threads(2);
+    const double tn2 = time_call([&] { forward(Isa::kNeon); }, 0.2);
+    std::printf("LeNet-5 forward, batch %d: neon 1t %.3f ms (%.1f GF/s) | neon 2t %.3f ms (%.1f GF/s)\n", batch,
+                tn1 * 1e3, 2 * fwd_macs / tn1 * 1e-9, tn2 * 1e3, 2 * fwd_macs / tn2 * 1e-9);
+  }
 
   bench_int8(batch);
   return 0;

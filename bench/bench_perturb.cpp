@@ -1,6 +1,7 @@
 // Micro-benchmark of the seeded Gaussian perturbation (the ZO hot spot): ns per element per pass
-// for the reference and portable paths, LeNet-5-sized (107,786 parameters) by default, and the
-// time of one ZO step's three passes (+ε, −2ε, +ε−ηg) with the portable path.
+// for the reference, portable and (where available) NEON paths, LeNet-5-sized (107,786
+// parameters) by default, and the time of one ZO step's three passes (+ε, −2ε, +ε−ηg) with the
+// fastest path.
 // Also "cold": the same pass timed after streaming ~3 MB of other memory on every thread (as the
 // forward/backward passes of a training step do, evicting theta from L2).
 //   bench_perturb [n] [reps]
@@ -63,14 +64,14 @@ double time_pass_cold(PerturbGaussianF32Fn fn, std::vector<float>& theta,
   return t[t.size() / 2] / static_cast<double>(theta.size());
 }
 
-double time_step_us(std::vector<float>& theta, int reps) {
+double time_step_us(zt::kernels::PerturbGaussianF32Fn fn, std::vector<float>& theta, int reps) {
   std::vector<double> t;
   for (int r = 0; r < reps; ++r) {
     const auto t0 = Clock::now();
     const std::uint64_t seed = 99 + static_cast<std::uint64_t>(r);
-    zt::kernels::perturb_gaussian_f32_portable(theta.data(), theta.size(), seed, 0, 0, 1e-3f);
-    zt::kernels::perturb_gaussian_f32_portable(theta.data(), theta.size(), seed, 0, 0, -2e-3f);
-    zt::kernels::perturb_gaussian_f32_portable(theta.data(), theta.size(), seed, 0, 0, 0.9e-3f);
+    fn(theta.data(), theta.size(), seed, 0, 0, 1e-3f);
+    fn(theta.data(), theta.size(), seed, 0, 0, -2e-3f);
+    fn(theta.data(), theta.size(), seed, 0, 0, 0.9e-3f);
     t.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
   }
   std::sort(t.begin(), t.end());
@@ -96,12 +97,20 @@ int main(int argc, char** argv) {
 #endif
     const double ref = time_pass(zt::kernels::perturb_gaussian_f32_ref, theta, std::max(reps / 20, 3));
     const double fast = time_pass(zt::kernels::perturb_gaussian_f32_portable, theta, reps);
-    const double step = time_step_us(theta, reps);
     const double cold = time_pass_cold(zt::kernels::perturb_gaussian_f32_portable, theta, other,
                                        reps, sink);
-    std::printf("threads %d: ref %.3f ns/elem/pass  portable %.3f ns/elem/pass (cold %.3f)  "
-                "3-pass step %.1f us\n",
-                threads, ref, fast, cold, step);
+    std::printf("threads %d: ref %.3f ns/elem/pass  portable %.3f ns/elem/pass (cold %.3f)",
+                threads, ref, fast, cold);
+    using zt::kernels::Isa;
+    if (zt::kernels::isa_available(Isa::kNeon)) {
+      const auto neon_fn = zt::kernels::select_perturb_gaussian_f32(Isa::kNeon);
+      const double neon = time_pass(neon_fn, theta, reps);
+      const double neon_cold = time_pass_cold(neon_fn, theta, other, reps, sink);
+      std::printf("  neon %.3f ns/elem/pass (cold %.3f)", neon, neon_cold);
+    }
+    const double step = time_step_us(zt::kernels::select_perturb_gaussian_f32(zt::kernels::best_isa()),
+                                     theta, reps);
+    std::printf("  3-pass step (%s) %.1f us\n", zt::kernels::isa_name(zt::kernels::best_isa()), step);
   }
   return sink == 12345.0f ? 1 : 0;  // keeps the streaming alive
 }

@@ -18,6 +18,7 @@
 
 #include "zotrain/core/error.hpp"
 #include "zotrain/core/rng.hpp"
+#include "zotrain/kernels/isa.hpp"
 
 namespace zt::test {
 
@@ -56,6 +57,14 @@ inline std::vector<float> random_floats(std::size_t n, std::uint64_t seed, float
   std::vector<float> v(n);
   for (auto& x : v) x = lo + (hi - lo) * rng.uniform();
   return v;
+}
+
+// Test-name suffix of an ISA-parametrised test: isa_name with '-' → '_' ("neon_dot"), since
+// GoogleTest names allow only letters, digits and underscores.
+inline std::string isa_test_name(const ::testing::TestParamInfo<kernels::Isa>& info) {
+  std::string name = kernels::isa_name(info.param);
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
 }
 
 // Expects fn() to throw zt::Error with a one-line message containing every one of `parts`.

@@ -99,9 +99,15 @@ TEST_P(Conv2dF32Test, SelectsTheRequestedPath) {
     EXPECT_EQ(bwd_, &conv2d_backward_f32_portable);
   }
   if (GetParam() == Isa::kReference) { EXPECT_EQ(fwd_, &conv2d_forward_f32_ref); }
+#if defined(ZT_HAVE_NEON)
+  if (GetParam() == Isa::kNeon || GetParam() == Isa::kNeonDot) {
+    EXPECT_EQ(fwd_, &conv2d_forward_f32_neon);
+    EXPECT_EQ(bwd_, &conv2d_backward_f32_neon);
+  }
+#endif
 }
 
-// The portable path's algorithm depends on the shape only: LeNet-5 layers go direct; 1x1 without
+// The algorithm (of the portable and NEON paths) depends on the shape only: LeNet-5 layers go direct; 1x1 without
 // padding, padding ≥ k and rows using under half a vector go through im2col + GEMM.
 TEST(Conv2dF32PathTest, AlgorithmChoice) {
   using namespace conv2d_detail;
@@ -312,8 +318,7 @@ TEST_P(Conv2dF32Test, BitIdenticalForAnyThreadCount) {
 #endif
 
 INSTANTIATE_TEST_SUITE_P(Conv2dF32, Conv2dF32Test,
-                         ::testing::Values(Isa::kReference, Isa::kPortable, Isa::kNeon),
-                         [](const auto& info) { return std::string(isa_name(info.param)); });
+                         ::testing::ValuesIn(kAllIsas), test::isa_test_name);
 
 }  // namespace
 }  // namespace zt::kernels

@@ -18,6 +18,7 @@
 
 #include "../../src/kernels/perturb/perturb_internal.hpp"
 #include "zotrain/core/rng.hpp"
+#include "../support.hpp"
 
 #ifdef ZT_OPENMP
 #include <omp.h>
@@ -73,7 +74,7 @@ long first_mismatch(const float* a, const float* b, std::size_t n) {
   return -1;
 }
 
-const std::size_t kSizes[] = {0, 1, 7, 15, 16, 17, 31, 33, 1000, 107786};
+const std::size_t kSizes[] = {0, 1, 3, 5, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1000, 107786};
 const std::uint64_t kOffsets[] = {0,  1,       13, 31, 32, 1000003,
                                   (1ULL << 33) - 37};  // straddles the 2^32-pair key switch
 
@@ -87,6 +88,11 @@ TEST_P(PerturbPathTest, SelectReturnsThePathAsked) {
   if (isa == Isa::kReference) {
     EXPECT_EQ(select_fill_gaussian_f32(isa), &fill_gaussian_f32_ref);
     EXPECT_EQ(select_perturb_gaussian_f32(isa), &perturb_gaussian_f32_ref);
+#if defined(ZT_HAVE_NEON)
+  } else if (isa == Isa::kNeon || isa == Isa::kNeonDot) {
+    EXPECT_EQ(select_fill_gaussian_f32(isa), &fill_gaussian_f32_neon);
+    EXPECT_EQ(select_perturb_gaussian_f32(isa), &perturb_gaussian_f32_neon);
+#endif
   } else {
     EXPECT_EQ(select_fill_gaussian_f32(isa), &fill_gaussian_f32_portable);
     EXPECT_EQ(select_perturb_gaussian_f32(isa), &perturb_gaussian_f32_portable);
@@ -128,9 +134,30 @@ TEST_P(PerturbPathTest, PerturbMatchesReferenceBitForBit) {
   }
 }
 
+#ifdef ZT_OPENMP
+TEST_P(PerturbPathTest, ThreadCountDoesNotChangeBits) {
+  const Isa isa = GetParam();
+  if (!isa_available(isa)) GTEST_SKIP() << isa_name(isa) << " not available on this CPU";
+  const std::size_t n = 107786;
+  std::vector<float> want(n), theta0 = random_theta(n, 1), theta_ref = theta0;
+  fill_gaussian_f32_ref(want.data(), n, 5, 1, 3);
+  perturb_gaussian_f32_ref(theta_ref.data(), n, 5, 1, 3, 0.01f);
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    std::vector<float> got(n);
+    select_fill_gaussian_f32(isa)(got.data(), n, 5, 1, 3);
+    EXPECT_EQ(first_mismatch(want.data(), got.data(), n), -1) << threads << " threads";
+    std::vector<float> theta = theta0;
+    select_perturb_gaussian_f32(isa)(theta.data(), n, 5, 1, 3, 0.01f);
+    EXPECT_EQ(first_mismatch(theta_ref.data(), theta.data(), n), -1) << threads << " threads";
+  }
+  omp_set_num_threads(saved);
+}
+#endif
+
 INSTANTIATE_TEST_SUITE_P(AllIsas, PerturbPathTest,
-                         ::testing::Values(Isa::kReference, Isa::kPortable, Isa::kNeon),
-                         [](const auto& info) { return std::string(isa_name(info.param)); });
+                         ::testing::ValuesIn(kAllIsas), zt::test::isa_test_name);
 
 TEST(PerturbTest, ElementIsPureFunctionOfIndex) {
   // Filling [off, off + n) in one call equals filling it in irregular sub-ranges, and each
@@ -170,25 +197,6 @@ TEST(PerturbTest, GoldenValuesAreArchitectureIndependent) {
   }
 }
 
-#ifdef ZT_OPENMP
-TEST(PerturbTest, ThreadCountDoesNotChangeBits) {
-  const std::size_t n = 107786;
-  std::vector<float> want(n);
-  fill_gaussian_f32_ref(want.data(), n, 5, 1, 3);
-  const int saved = omp_get_max_threads();
-  for (int threads : {1, 2, 3}) {
-    omp_set_num_threads(threads);
-    std::vector<float> got(n);
-    fill_gaussian_f32_portable(got.data(), n, 5, 1, 3);
-    EXPECT_EQ(first_mismatch(want.data(), got.data(), n), -1) << threads << " threads";
-    std::vector<float> theta = random_theta(n, 1), theta_ref = theta;
-    perturb_gaussian_f32_portable(theta.data(), n, 5, 1, 3, 0.01f);
-    perturb_gaussian_f32_ref(theta_ref.data(), n, 5, 1, 3, 0.01f);
-    EXPECT_EQ(first_mismatch(theta_ref.data(), theta.data(), n), -1) << threads << " threads";
-  }
-  omp_set_num_threads(saved);
-}
-#endif
 
 // ---- ZO use ------------------------------------------------------------------------------
 

@@ -38,7 +38,8 @@ bool same_bits(const float* a, const float* b, std::size_t n) { return std::memc
 
 struct PoolCase { int planes, h, w; };
 const PoolCase kCases[] = {{1, 2, 2}, {1, 3, 3}, {3, 1, 5}, {2, 5, 1}, {0, 4, 4},  {2, 4, 34},
-                           {3, 7, 33}, {5, 9, 31}, {4, 28, 28}, {192, 28, 28}, {512, 14, 14}, {7, 6, 65}};
+                           {3, 7, 33}, {5, 9, 31}, {4, 28, 28}, {192, 28, 28}, {512, 14, 14}, {7, 6, 65},
+                           {2, 4, 8},  {3, 2, 9},  {2, 3, 17}};  // output rows of 4, 4 + tail
 
 class MaxPoolF32Test : public ::testing::TestWithParam<Isa> {
  protected:
@@ -52,6 +53,12 @@ TEST_P(MaxPoolF32Test, SelectsTheRequestedPath) {
     EXPECT_EQ(select_maxpool2x2_forward_f32(Isa::kPortable), &maxpool2x2_forward_f32_portable);
     EXPECT_EQ(select_maxpool2x2_backward_f32(Isa::kPortable), &maxpool2x2_backward_f32_portable);
   }
+#if defined(ZT_HAVE_NEON)
+  if (GetParam() == Isa::kNeon || GetParam() == Isa::kNeonDot) {
+    EXPECT_EQ(select_maxpool2x2_forward_f32(GetParam()), &maxpool2x2_forward_f32_neon);
+    EXPECT_EQ(select_maxpool2x2_backward_f32(GetParam()), &maxpool2x2_backward_f32_neon);
+  }
+#endif
 }
 
 TEST_P(MaxPoolF32Test, ForwardBitExactWithGuards) {
@@ -132,8 +139,7 @@ TEST_P(MaxPoolF32Test, BitIdenticalForAnyThreadCount) {
 #endif
 
 INSTANTIATE_TEST_SUITE_P(MaxPoolF32, MaxPoolF32Test,
-                         ::testing::Values(Isa::kReference, Isa::kPortable, Isa::kNeon),
-                         [](const auto& info) { return std::string(isa_name(info.param)); });
+                         ::testing::ValuesIn(kAllIsas), test::isa_test_name);
 
 }  // namespace
 }  // namespace zt::kernels

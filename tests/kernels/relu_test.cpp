@@ -50,6 +50,12 @@ TEST_P(ReluF32Test, SelectsTheRequestedPath) {
     EXPECT_EQ(select_relu_backward_f32(Isa::kPortable), &relu_backward_f32_portable);
   }
   if (GetParam() == Isa::kReference) { EXPECT_EQ(select_relu_forward_f32(Isa::kReference), &relu_forward_f32_ref); }
+#if defined(ZT_HAVE_NEON)
+  if (GetParam() == Isa::kNeon || GetParam() == Isa::kNeonDot) {
+    EXPECT_EQ(select_relu_forward_f32(GetParam()), &relu_forward_f32_neon);
+    EXPECT_EQ(select_relu_backward_f32(GetParam()), &relu_backward_f32_neon);
+  }
+#endif
 }
 
 TEST_P(ReluF32Test, ForwardBitExactWithGuards) {
@@ -107,8 +113,7 @@ TEST_P(ReluF32Test, InPlace) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ReluF32, ReluF32Test,
-                         ::testing::Values(Isa::kReference, Isa::kPortable, Isa::kNeon),
-                         [](const auto& info) { return std::string(isa_name(info.param)); });
+                         ::testing::ValuesIn(kAllIsas), test::isa_test_name);
 
 }  // namespace
 }  // namespace zt::kernels

@@ -30,6 +30,14 @@ void fill_gaussian_f32_ref(float* out, std::size_t n, std::uint64_t seed, std::u
                            std::uint64_t offset);
 void fill_gaussian_f32_portable(float* out, std::size_t n, std::uint64_t seed,
                                 std::uint64_t stream, std::uint64_t offset);
+#if defined(ZT_HAVE_NEON)  // built for ARM targets only (CMakeLists.txt)
+void perturb_gaussian_f32_neon(float* theta, std::size_t n, std::uint64_t seed,
+                               std::uint64_t stream, std::uint64_t offset, float scale);
+void fill_gaussian_f32_neon(float* out, std::size_t n, std::uint64_t seed, std::uint64_t stream,
+                            std::uint64_t offset);
+#endif
+
+// kNeon and kNeonDot select the NEON functions where they are built, else the portable ones.
 
 PerturbGaussianF32Fn select_perturb_gaussian_f32(Isa isa);
 FillGaussianF32Fn select_fill_gaussian_f32(Isa isa);

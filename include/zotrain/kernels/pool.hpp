@@ -3,7 +3,8 @@
 // backward: dx[B,C,H,W] = 0 except dx[first maximum of each window, row-major] = dy; the
 // maximum is recomputed from x (no index buffer). Scan order 00,01,10,11 with `v > best`
 // starting from the first element: a NaN never replaces a value, a NaN (or −0) in first place
-// is kept, ties keep the first.
+// is kept, ties keep the first (so −0 before +0 gives −0). Every path is bit-exact with the
+// reference (the NEON path uses compare + select, never vmaxq_f32, which differs on NaN/−0).
 #pragma once
 
 #include "zotrain/kernels/isa.hpp"
@@ -21,7 +22,13 @@ void maxpool2x2_backward_f32_ref(int planes, int h, int w, const float* x, const
 void maxpool2x2_forward_f32_portable(int planes, int h, int w, const float* x, float* y);
 void maxpool2x2_backward_f32_portable(int planes, int h, int w, const float* x, const float* dy,
                                       float* dx);
+#if defined(ZT_HAVE_NEON)  // built for ARM targets only (CMakeLists.txt)
+void maxpool2x2_forward_f32_neon(int planes, int h, int w, const float* x, float* y);
+void maxpool2x2_backward_f32_neon(int planes, int h, int w, const float* x, const float* dy,
+                                  float* dx);
+#endif
 
+// kNeon and kNeonDot select the NEON functions where they are built, else the portable ones.
 MaxPoolForwardF32Fn select_maxpool2x2_forward_f32(Isa isa);
 MaxPoolBackwardF32Fn select_maxpool2x2_backward_f32(Isa isa);
 

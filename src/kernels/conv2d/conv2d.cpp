@@ -1,12 +1,13 @@
-// Portable 2-D convolution. Two algorithms, chosen by shape only (never by batch size or
-// thread count):
+// 2-D convolution drivers and the portable path. Two algorithms, chosen by shape only (never by
+// batch size, thread count or ISA):
 //   direct  (small channel counts, rows at least half a vector wide — the LeNet-5 layers):
 //     each sample is copied into a zero-padded plane, then for a block of output channels
 //     held in registers and each output row, acc[o][x..] += w[o,c,ky,kx] · in[c, y+ky, x+kx..]
 //     with GCC vector extensions along x (16 lanes on AVX-512, 8 on AVX, 4 on NEON/generic).
+//     The register tiles are pluggable (conv2d_internal.hpp): conv2d_neon.cpp brings its own.
 //     dx is the same kernel run on zero-padded dy with the flipped, transposed weights;
 //     dW and db are accumulated lane-wise in vector partials and reduced horizontally once.
-//   im2col + the portable GEMM (everything else: 1x1 without padding, very narrow rows,
+//   im2col + the path's GEMM (everything else: 1x1 without padding, very narrow rows,
 //     pad ≥ k, large dW): y_b = W · col_b, dW += dy_b · col_bᵀ, dx_b = col2im(Wᵀ · dy_b).
 // Every output element of the forward pass and of dx sees the same operations in the same
 // order (bias, then c, ky, kx ascending) whatever the batch or its split, so a sample's result
@@ -16,10 +17,8 @@
 // but not between one batch-32 call and eight batch-4 calls. Inside an OpenMP parallel region
 // (any level) the kernels run serially on the caller's thread.
 #include <algorithm>
-#include <array>
 #include <cstddef>
 #include <cstring>
-#include <utility>
 
 #ifdef ZT_OPENMP
 #include <omp.h>
@@ -37,25 +36,13 @@ namespace zt::kernels {
 namespace {
 
 using std::ptrdiff_t;
+using namespace conv2d_detail;
 
 constexpr int kSlots = 8;
 // The direct backward keeps lane-wise dW partials per slot (O·C·k·k·lanes floats), so it uses
 // fewer slots: enough for the 2–4 cores of the target boards, and a scratch of ~1 MiB for conv2.
 constexpr int kBwdSlots = 4;
 
-// Vector width and register blocking: up to kFwdOb output channels × kFwdNv vectors of one
-// output row (× 2 rows when a row is one vector), at most kFwdAcc accumulators, in the
-// forward/dx kernel; kDwOb channels × up to kDwKb kernel columns in the dW kernel.
-#if defined(__AVX512F__)
-constexpr int kLanes = 16, kFwdOb = 8, kFwdNv = 2, kFwdAcc = 16, kDwOb = 4;  // 32 zmm
-#elif defined(__AVX__)
-constexpr int kLanes = 8, kFwdOb = 4, kFwdNv = 2, kFwdAcc = 8, kDwOb = 2;  // 16 ymm
-#elif defined(__aarch64__)
-constexpr int kLanes = 4, kFwdOb = 4, kFwdNv = 4, kFwdAcc = 16, kDwOb = 4;  // 32 q registers
-#else
-constexpr int kLanes = 4, kFwdOb = 2, kFwdNv = 4, kFwdAcc = 8, kDwOb = 2;  // 16 q registers (armv7)
-#endif
-constexpr int kDwKb = 5;
 // Backward: samples of a slot handled together, so the dW kernel's accumulators stay in
 // registers over kGroup samples (the order of the sums does not depend on it).
 constexpr int kGroup = 4;
@@ -238,19 +225,6 @@ void pack_weights(int cout, ptrdiff_t ckk, int max_ob, const WFn& wfn, float* __
   }
 }
 
-// Forward tile: OB output channels × rows [y0, y1) (R at a time) × NV vectors of columns
-// [x0, x0 + NV·lanes) ∩ [0, ow). in: padded input (cin channels); w: the block's packed weights
-// [cin, k, k, OB]; y: output of the first channel of the block, [.., oh, ow].
-struct FwdArgs {
-  const float* in;
-  ptrdiff_t in_plane;
-  int in_row, cin, k;
-  const float* w;
-  const float* bias;  // first channel of the block, or null
-  float* y;
-  int oh, ow, x0, y0, y1;
-};
-
 template <int OB, int NV, int R, int K>
 void fwd_tile(const FwdArgs& a) {
   const int k = K > 0 ? K : a.k;
@@ -304,30 +278,11 @@ void fwd_tile(const FwdArgs& a) {
   }
 }
 
-using FwdTileFn = void (*)(const FwdArgs&);
-constexpr int kFwdTable = kFwdOb * kFwdNv * 2;  // index ((ob − 1)·kFwdNv + nv − 1)·2 + rows − 1
-template <int K, int I>
-constexpr FwdTileFn fwd_entry() {
-  constexpr int ob = I / (2 * kFwdNv) + 1, nv = I / 2 % kFwdNv + 1, r = I % 2 + 1;
-  if constexpr (ob * nv * r <= kFwdAcc)
-    return &fwd_tile<ob, nv, r, K>;
-  else
-    return nullptr;
-}
-template <int K, std::size_t... I>
-constexpr std::array<FwdTileFn, sizeof...(I)> fwd_table(std::index_sequence<I...>) {
-  return {fwd_entry<K, static_cast<int>(I)>()...};
-}
-constexpr auto kFwdSeq = std::make_index_sequence<kFwdTable>{};
-constexpr auto kFwdAny = fwd_table<0>(kFwdSeq);
-constexpr auto kFwd3 = fwd_table<3>(kFwdSeq);
-constexpr auto kFwd5 = fwd_table<5>(kFwdSeq);
-
 // out[co, oh, ow] = bias[co] + Σ_{c,ky,kx} w[co, c, ky, kx] · in[c, y+ky, x+kx] for one sample;
 // wp: the weights packed by pack_weights with fwd_plan(ow).max_ob.
-void direct_conv(const float* in, const Padded& pb, int cin, int k, const float* wp,
-                 const float* bias, float* out, int cout, int oh, int ow) {
-  const auto& table = k == 5 ? kFwd5 : k == 3 ? kFwd3 : kFwdAny;
+void direct_conv(const Tiles& tiles, const float* in, const Padded& pb, int cin, int k,
+                 const float* wp, const float* bias, float* out, int cout, int oh, int ow) {
+  const FwdTileFn* table = k == 5 ? tiles.fwd5 : k == 3 ? tiles.fwd3 : tiles.fwd_any;
   const FwdPlan p = fwd_plan(ow);
   const ptrdiff_t ckk = static_cast<ptrdiff_t>(cin) * k * k;
   const int nob = ceil_div(cout, p.max_ob), ntile = ceil_div(p.nt, kFwdNv);
@@ -350,21 +305,6 @@ void direct_conv(const float* in, const Padded& pb, int cin, int k, const float*
     }
   }
 }
-
-// dW tile: OB output channels × KB kernel columns [kx0, kx0 + KB) of kernel row ky, input
-// channel c, accumulated lane-wise into dwv (vector partials, [O, C, k, k, lanes]).
-struct DwArgs {
-  const float* x;  // padded x of the first sample at channel c, row ky, column kx0
-  int x_row;
-  const float* g;  // padded dy of the first sample at channel o0, first interior row and column
-  ptrdiff_t g_plane;
-  int g_row, oh, nv;
-  int ns;                // samples, one after the other
-  ptrdiff_t x_ss, g_ss;  // sample strides of x and g
-  float* dwv;  // partial at (o0, c, ky, kx0)
-  ptrdiff_t dwv_os;
-  bool first;
-};
 
 template <int OB, int KB>
 void dw_tile(const DwArgs& a) {
@@ -397,16 +337,22 @@ void dw_tile(const DwArgs& a) {
     for (int j = 0; j < KB; ++j) storeu(a.dwv + o * a.dwv_os + j * kLanes, acc[o][j]);
 }
 
-using DwTileFn = void (*)(const DwArgs&);
-template <std::size_t... I>
-constexpr std::array<DwTileFn, sizeof...(I)> dw_table(std::index_sequence<I...>) {
-  return {&dw_tile<static_cast<int>(I) / kDwKb + 1, static_cast<int>(I) % kDwKb + 1>...};
-}
-constexpr auto kDw = dw_table(std::make_index_sequence<kDwOb * kDwKb>{});
+// The portable tiles as a tile set (conv2d_internal.hpp).
+struct PortableTiles {
+  template <int OB, int NV, int R, int K>
+  static void fwd(const FwdArgs& a) {
+    fwd_tile<OB, NV, R, K>(a);
+  }
+  template <int OB, int KB>
+  static void dw(const DwArgs& a) {
+    dw_tile<OB, KB>(a);
+  }
+};
+constexpr Tiles kPortableTiles = tiles_of<PortableTiles>(&gemm_f32_portable);
 
 // dW and db contributions of ns samples (padded copies d.xp_sz / d.dyp_sz apart), lane-wise:
 // dwv[o,c,ky,kx][l] += Σ_{sample, y, x ≡ l} dy·x. Lanes past the row end read zeros of dy.
-void direct_dw_db(const Direct& d, const float* xp, const float* dyp, int ns, float* dwv,
+void direct_dw_db(const Tiles& tiles, const Direct& d, const float* xp, const float* dyp, int ns, float* dwv,
                   float* dbv, bool first) {
   const int nv = ceil_div(d.ow, kLanes);
   const float* g0 = dyp + static_cast<ptrdiff_t>(d.dyp.pad) * d.dyp.row + d.dyp.pad;
@@ -434,7 +380,7 @@ void direct_dw_db(const Direct& d, const float* xp, const float* dyp, int ns, fl
                            dwv + o0 * dwv_os + ((c * d.kk) + ky * d.k + kx0) * kLanes,
                            dwv_os,
                            first};
-            kDw[(ob - 1) * kDwKb + (kb - 1)](a);
+            tiles.dw[(ob - 1) * kDwKb + (kb - 1)](a);
           }
     }
   }
@@ -555,8 +501,8 @@ void for_each(bool par, int n, const F& body) {
   for (int i = 0; i < n; ++i) body(i);
 }
 
-void gemm_forward(const Conv2dShape& s, const float* x, const float* w, const float* bias,
-                  float* y, float* scratch) {
+void gemm_forward(const Tiles& tiles, const Conv2dShape& s, const float* x, const float* w,
+                  const float* bias, float* y, float* scratch) {
   const Dims d = dims_of(s);
   const int slots = slots_of(s);
   ZT_CHECK(d.direct || scratch != nullptr);
@@ -568,15 +514,15 @@ void gemm_forward(const Conv2dShape& s, const float* x, const float* w, const fl
       if (!d.direct) im2col(d, xb, col);
       if (bias != nullptr)
         for (int o = 0; o < d.o; ++o) std::fill_n(yb + o * d.ohw, d.ohw, bias[o]);
-      gemm_f32_portable(false, false, d.o, static_cast<int>(d.ohw), static_cast<int>(d.ckk), w,
-                        static_cast<int>(d.ckk), d.direct ? xb : col, static_cast<int>(d.ohw), yb,
-                        static_cast<int>(d.ohw), bias != nullptr);
+      tiles.gemm(false, false, d.o, static_cast<int>(d.ohw), static_cast<int>(d.ckk), w,
+                 static_cast<int>(d.ckk), d.direct ? xb : col, static_cast<int>(d.ohw), yb,
+                 static_cast<int>(d.ohw), bias != nullptr);
     }
   });
 }
 
-void gemm_backward(const Conv2dShape& s, const float* x, const float* w, const float* dy,
-                   float* dx, float* dw, float* db, float* scratch) {
+void gemm_backward(const Tiles& tiles, const Conv2dShape& s, const float* x, const float* w,
+                   const float* dy, float* dx, float* dw, float* db, float* scratch) {
   const Dims d = dims_of(s);
   const int slots = slots_of(s);
   ZT_CHECK(scratch != nullptr);
@@ -591,8 +537,8 @@ void gemm_backward(const Conv2dShape& s, const float* x, const float* w, const f
       const float* dyb = dy + b * d.out_sz;
       if (dw != nullptr) {
         if (!d.direct) im2col(d, xb, col);
-        gemm_f32_portable(false, true, d.o, ckk, ohw, dyb, ohw, d.direct ? xb : col, ohw,
-                          dw_part, ckk, !first);
+        tiles.gemm(false, true, d.o, ckk, ohw, dyb, ohw, d.direct ? xb : col, ohw, dw_part, ckk,
+                   !first);
       }
       if (db != nullptr) {
         for (int o = 0; o < d.o; ++o) {
@@ -605,9 +551,9 @@ void gemm_backward(const Conv2dShape& s, const float* x, const float* w, const f
       if (dx != nullptr) {
         float* dxb = dx + b * d.in_sz;
         if (d.direct) {
-          gemm_f32_portable(true, false, ckk, ohw, d.o, w, ckk, dyb, ohw, dxb, ohw, false);
+          tiles.gemm(true, false, ckk, ohw, d.o, w, ckk, dyb, ohw, dxb, ohw, false);
         } else {
-          gemm_f32_portable(true, false, ckk, ohw, d.o, w, ckk, dyb, ohw, col, ohw, false);
+          tiles.gemm(true, false, ckk, ohw, d.o, w, ckk, dyb, ohw, col, ohw, false);
           col2im(d, col, dxb);
         }
       }
@@ -633,8 +579,8 @@ void gemm_backward(const Conv2dShape& s, const float* x, const float* w, const f
 
 // ---- direct path drivers -------------------------------------------------------------------
 
-void direct_forward(const Conv2dShape& s, const float* x, const float* w, const float* bias,
-                    float* y, float* scratch) {
+void direct_forward(const Tiles& tiles, const Conv2dShape& s, const float* x, const float* w,
+                    const float* bias, float* y, float* scratch) {
   const Direct d = direct_of(s);
   const int slots = slots_of(s);
   ZT_CHECK(scratch != nullptr);
@@ -647,13 +593,14 @@ void direct_forward(const Conv2dShape& s, const float* x, const float* w, const 
     zero_padded(xp, d.xp_sz);
     for (int b = sl; b < s.batch; b += (par ? slots : 1)) {
       fill_padded(d.xp, d.c, d.h, d.w, x + b * d.in_sz, xp);
-      direct_conv(xp, d.xp, d.c, d.k, wp, bias, y + b * d.out_sz, d.o, d.oh, d.ow);
+      direct_conv(tiles, xp, d.xp, d.c, d.k, wp, bias, y + b * d.out_sz, d.o, d.oh, d.ow);
     }
   });
 }
 
-void direct_backward(const Conv2dShape& s, const float* x, const float* w, const float* dy,
-                     float* dx, float* dw, float* db, float* scratch) {
+void direct_backward(const Tiles& tiles, const Conv2dShape& s, const float* x, const float* w,
+                     const float* dy, float* dx, float* dw, float* db,
+                     float* scratch) {
   const Direct d = direct_of(s);
   const int slots = bwd_slots_of(s);
   ZT_CHECK(scratch != nullptr);
@@ -683,10 +630,10 @@ void direct_backward(const Conv2dShape& s, const float* x, const float* w, const
         if (dw != nullptr) fill_padded(d.xp, d.c, d.h, d.w, x + b * d.in_sz, xp + j * d.xp_sz);
         fill_padded(d.dyp, d.o, d.oh, d.ow, dy + b * d.out_sz, dyp + j * d.dyp_sz);
       }
-      direct_dw_db(d, xp, dyp, ns, dw != nullptr ? dwv : nullptr, db != nullptr ? dbv : nullptr, i0 == 0);
+      direct_dw_db(tiles, d, xp, dyp, ns, dw != nullptr ? dwv : nullptr, db != nullptr ? dbv : nullptr, i0 == 0);
       if (dx != nullptr)
         for (int j = 0; j < ns; ++j)
-          direct_conv(dyp + j * d.dyp_sz, d.dyp, d.o, d.k, wt, nullptr, dx + (sl + (i0 + j) * slots) * d.in_sz,
+          direct_conv(tiles, dyp + j * d.dyp_sz, d.dyp, d.o, d.k, wt, nullptr, dx + (sl + (i0 + j) * slots) * d.in_sz,
                       d.c, d.h, d.w);
     }
   });
@@ -726,33 +673,69 @@ std::size_t conv2d_scratch_floats(const Conv2dShape& s) {
   return static_cast<std::size_t>(std::max(fwd, bwd));
 }
 
-void conv2d_forward_f32_portable(const Conv2dShape& s, const float* x, const float* w,
-                                 const float* bias, float* y, float* scratch) {
+namespace conv2d_detail {
+
+void forward(const Tiles& tiles, const Conv2dShape& s, const float* x, const float* w,
+             const float* bias, float* y, float* scratch) {
   check_shape(s);
   if (s.batch == 0) return;
   if (fwd_direct(s))
-    direct_forward(s, x, w, bias, y, scratch);
+    direct_forward(tiles, s, x, w, bias, y, scratch);
   else
-    gemm_forward(s, x, w, bias, y, scratch);
+    gemm_forward(tiles, s, x, w, bias, y, scratch);
+}
+
+void backward(const Tiles& tiles, const Conv2dShape& s, const float* x, const float* w,
+              const float* dy, float* dx, float* dw, float* db, float* scratch) {
+  check_shape(s);
+  if (s.batch == 0) return;
+  if (bwd_direct(s))
+    direct_backward(tiles, s, x, w, dy, dx, dw, db, scratch);
+  else
+    gemm_backward(tiles, s, x, w, dy, dx, dw, db, scratch);
+}
+
+}  // namespace conv2d_detail
+
+void conv2d_forward_f32_portable(const Conv2dShape& s, const float* x, const float* w,
+                                 const float* bias, float* y, float* scratch) {
+  conv2d_detail::forward(kPortableTiles, s, x, w, bias, y, scratch);
 }
 
 void conv2d_backward_f32_portable(const Conv2dShape& s, const float* x, const float* w,
                                   const float* dy, float* dx, float* dw, float* db,
                                   float* scratch) {
-  check_shape(s);
-  if (s.batch == 0) return;
-  if (bwd_direct(s))
-    direct_backward(s, x, w, dy, dx, dw, db, scratch);
-  else
-    gemm_backward(s, x, w, dy, dx, dw, db, scratch);
+  conv2d_detail::backward(kPortableTiles, s, x, w, dy, dx, dw, db, scratch);
 }
 
 Conv2dForwardF32Fn select_conv2d_forward_f32(Isa isa) {
-  return isa == Isa::kReference ? &conv2d_forward_f32_ref : &conv2d_forward_f32_portable;
+  switch (isa) {
+    case Isa::kReference: return &conv2d_forward_f32_ref;
+    case Isa::kPortable: return &conv2d_forward_f32_portable;
+    case Isa::kNeon:
+    case Isa::kNeonDot:
+#if defined(ZT_HAVE_NEON)
+      return &conv2d_forward_f32_neon;
+#else
+      return &conv2d_forward_f32_portable;
+#endif
+  }
+  return &conv2d_forward_f32_portable;
 }
 
 Conv2dBackwardF32Fn select_conv2d_backward_f32(Isa isa) {
-  return isa == Isa::kReference ? &conv2d_backward_f32_ref : &conv2d_backward_f32_portable;
+  switch (isa) {
+    case Isa::kReference: return &conv2d_backward_f32_ref;
+    case Isa::kPortable: return &conv2d_backward_f32_portable;
+    case Isa::kNeon:
+    case Isa::kNeonDot:
+#if defined(ZT_HAVE_NEON)
+      return &conv2d_backward_f32_neon;
+#else
+      return &conv2d_backward_f32_portable;
+#endif
+  }
+  return &conv2d_backward_f32_portable;
 }
 
 }  // namespace zt::kernels

@@ -99,12 +99,33 @@ void maxpool2x2_backward_f32_portable(int planes, int h, int w, const float* x, 
 }
 
 MaxPoolForwardF32Fn select_maxpool2x2_forward_f32(Isa isa) {
-  return isa == Isa::kReference ? &maxpool2x2_forward_f32_ref : &maxpool2x2_forward_f32_portable;
+  switch (isa) {
+    case Isa::kReference: return &maxpool2x2_forward_f32_ref;
+    case Isa::kPortable: return &maxpool2x2_forward_f32_portable;
+    case Isa::kNeon:
+    case Isa::kNeonDot:
+#if defined(ZT_HAVE_NEON)
+      return &maxpool2x2_forward_f32_neon;
+#else
+      return &maxpool2x2_forward_f32_portable;
+#endif
+  }
+  return &maxpool2x2_forward_f32_portable;
 }
 
 MaxPoolBackwardF32Fn select_maxpool2x2_backward_f32(Isa isa) {
-  return isa == Isa::kReference ? &maxpool2x2_backward_f32_ref
-                                : &maxpool2x2_backward_f32_portable;
+  switch (isa) {
+    case Isa::kReference: return &maxpool2x2_backward_f32_ref;
+    case Isa::kPortable: return &maxpool2x2_backward_f32_portable;
+    case Isa::kNeon:
+    case Isa::kNeonDot:
+#if defined(ZT_HAVE_NEON)
+      return &maxpool2x2_backward_f32_neon;
+#else
+      return &maxpool2x2_backward_f32_portable;
+#endif
+  }
+  return &maxpool2x2_backward_f32_portable;
 }
 
 }  // namespace zt::kernels

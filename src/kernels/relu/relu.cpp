@@ -38,11 +38,33 @@ void relu_backward_f32_portable(std::size_t n, const float* y, const float* dy, 
 }
 
 ReluForwardF32Fn select_relu_forward_f32(Isa isa) {
-  return isa == Isa::kReference ? &relu_forward_f32_ref : &relu_forward_f32_portable;
+  switch (isa) {
+    case Isa::kReference: return &relu_forward_f32_ref;
+    case Isa::kPortable: return &relu_forward_f32_portable;
+    case Isa::kNeon:
+    case Isa::kNeonDot:
+#if defined(ZT_HAVE_NEON)
+      return &relu_forward_f32_neon;
+#else
+      return &relu_forward_f32_portable;
+#endif
+  }
+  return &relu_forward_f32_portable;
 }
 
 ReluBackwardF32Fn select_relu_backward_f32(Isa isa) {
-  return isa == Isa::kReference ? &relu_backward_f32_ref : &relu_backward_f32_portable;
+  switch (isa) {
+    case Isa::kReference: return &relu_backward_f32_ref;
+    case Isa::kPortable: return &relu_backward_f32_portable;
+    case Isa::kNeon:
+    case Isa::kNeonDot:
+#if defined(ZT_HAVE_NEON)
+      return &relu_backward_f32_neon;
+#else
+      return &relu_backward_f32_portable;
+#endif
+  }
+  return &relu_backward_f32_portable;
 }
 
 }  // namespace zt::kernels

@@ -1,0 +1,119 @@
+// Internal to the perturb family: how a range [offset, offset + n) is cut into the 32-element
+// blocks of perturb_internal.hpp and spread over threads, shared by the portable path
+// (perturb.cpp) and the NEON path (perturb_neon.cpp), which differ only in how they compute
+// whole blocks. Partial blocks at the ends of a range are computed whole into a scratch block and
+// copied out. With OpenMP, work is split into fixed groups of kGroupBlocks blocks, so the bits
+// never depend on the thread count (nor on the path: each block is bit-exact by construction).
+//
+// A Gen policy provides:
+//   Scale, splat(float)      the perturbation scale in the form the block code wants it
+//   kStep                    blocks computed together by step()
+//   step<kFill>(out, k, c0, scale)   kStep consecutive full blocks starting at pair counter c0
+//   block<kFill>(out, k, c0, scale)  one full block
+// (kFill: out = z; otherwise out = out + scale · z with the product rounded on its own).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#ifdef ZT_OPENMP
+#include <omp.h>
+#endif
+
+#include "perturb_internal.hpp"
+#include "zotrain/core/error.hpp"
+
+namespace zt::kernels::perturb_detail {
+
+// Blocks per parallel work item (2048 elements). A power of two dividing 2^28, so the high half
+// of the pair index (and with it the keys) is constant within a group.
+inline constexpr std::uint64_t kGroupBlocks = 64;
+// Below this many elements a call stays on the calling thread (a pass over 16k elements costs
+// a few µs, comparable with waking a team).
+inline constexpr std::size_t kParallelMin = 16384;
+
+inline Keys keys_for_block(std::uint64_t seed, std::uint64_t stream, std::uint64_t block) {
+  return derive_keys(seed, stream, static_cast<std::uint32_t>((block * kPairsPerBlock) >> 32));
+}
+
+template <class Gen>
+struct Driver {
+  // Elements [first, last) of block `block` (0 ≤ first < last ≤ 32); out points at `first`.
+  template <bool kFill>
+  static void partial_block(float* out, std::uint64_t seed, std::uint64_t stream,
+                            std::uint64_t block, unsigned first, unsigned last, float scale) {
+    alignas(64) float z[kBlock];
+    const Keys k = keys_for_block(seed, stream, block);
+    Gen::template block<true>(z, k, static_cast<std::uint32_t>(block * kPairsPerBlock),
+                              Gen::splat(0.0f));
+    for (unsigned e = first; e < last; ++e) {
+      if constexpr (kFill) {
+        out[e - first] = z[e];
+      } else {
+        out[e - first] = out[e - first] + scale * z[e];
+      }
+    }
+  }
+
+  // Full blocks [b_begin, b_end) with constant keys; out points at element 32·b_begin.
+  template <bool kFill>
+  static void full_blocks(float* out, std::uint64_t seed, std::uint64_t stream,
+                          std::uint64_t b_begin, std::uint64_t b_end, float scale) {
+    constexpr std::uint64_t kStep = Gen::kStep;
+    const Keys k = keys_for_block(seed, stream, b_begin);
+    const typename Gen::Scale sv = Gen::splat(scale);
+    std::uint64_t b = b_begin;
+    for (; b + kStep <= b_end; b += kStep, out += kStep * kBlock)
+      Gen::template step<kFill>(out, k, static_cast<std::uint32_t>(b * kPairsPerBlock), sv);
+    for (; b < b_end; ++b, out += kBlock)
+      Gen::template block<kFill>(out, k, static_cast<std::uint32_t>(b * kPairsPerBlock), sv);
+  }
+
+  template <bool kFill>
+  static void run(float* x, std::size_t n, std::uint64_t seed, std::uint64_t stream,
+                  std::uint64_t offset, float scale) {
+    if (n == 0) return;
+    ZT_DCHECK(offset + n >= offset);  // the index range must not wrap
+    const std::uint64_t end = offset + n;
+    const std::uint64_t b_first = offset / kBlock;
+    const std::uint64_t b_last = (end - 1) / kBlock;
+    const unsigned head_from = static_cast<unsigned>(offset % kBlock);
+    const unsigned tail_to = static_cast<unsigned>((end - 1) % kBlock) + 1;
+    if (b_first == b_last) {
+      partial_block<kFill>(x, seed, stream, b_first, head_from, tail_to, scale);
+      return;
+    }
+    // Full blocks [fb, lb); the first and last blocks may be partial.
+    std::uint64_t fb = b_first, lb = b_last + 1;
+    if (head_from != 0) {
+      partial_block<kFill>(x, seed, stream, b_first, head_from, kBlock, scale);
+      ++fb;
+    }
+    if (tail_to != kBlock) {
+      partial_block<kFill>(x + (b_last * kBlock - offset), seed, stream, b_last, 0, tail_to, scale);
+      --lb;
+    }
+    if (fb >= lb) return;
+    float* base = x + (fb * kBlock - offset);  // element 32·fb
+    const std::uint64_t g_first = fb / kGroupBlocks;
+    const std::uint64_t g_last = (lb - 1) / kGroupBlocks;
+    const auto n_groups = static_cast<std::int64_t>(g_last - g_first + 1);
+    auto do_group = [&](std::int64_t t) {
+      const std::uint64_t g = g_first + static_cast<std::uint64_t>(t);
+      const std::uint64_t b0 = std::max(fb, g * kGroupBlocks);
+      const std::uint64_t b1 = std::min(lb, (g + 1) * kGroupBlocks);
+      full_blocks<kFill>(base + (b0 - fb) * kBlock, seed, stream, b0, b1, scale);
+    };
+#ifdef ZT_OPENMP
+    if (n >= kParallelMin && !omp_in_parallel() && omp_get_max_threads() > 1) {
+#pragma omp parallel for schedule(static)
+      for (std::int64_t t = 0; t < n_groups; ++t) do_group(t);
+      return;
+    }
+#endif
+    for (std::int64_t t = 0; t < n_groups; ++t) do_group(t);
+  }
+};
+
+}  // namespace zt::kernels::perturb_detail
