@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -21,6 +22,14 @@
 #include "zotrain/kernels/isa.hpp"
 
 namespace zt::test {
+
+// A gtest parameter name from any label ("neon-dot" → "neon_dot"): gtest allows only letters,
+// digits and underscores.
+inline std::string param_name(std::string label) {
+  for (char& c : label)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return label;
+}
 
 // Guard value written after int8 outputs (kernels must leave it untouched).
 inline constexpr std::int8_t kGuardS8 = 0x5a;

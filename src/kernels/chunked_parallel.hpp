@@ -37,4 +37,16 @@ void for_each_chunk(std::size_t n, std::size_t min_elements, std::size_t chunk, 
   }
 }
 
+// Calls fn(i) for i in [0, count), over OpenMP threads when the items hold at least
+// min_elements elements in all (and we are not inside a parallel region).
+template <class Fn>
+void for_each_item(int count, std::size_t elements, std::size_t min_elements, Fn fn) {
+  if (!go_parallel(elements, min_elements)) {
+    for (int i = 0; i < count; ++i) fn(i);
+    return;
+  }
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < count; ++i) fn(i);
+}
+
 }  // namespace zt::kernels::detail

@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "zotrain/core/error.hpp"
-#include "zotrain/kernels/elementwise_s8.hpp"
 
 namespace zt::nn {
 
@@ -33,6 +32,12 @@ Int8Net::Int8Net(std::string arch, Shape input, std::vector<Int8Layer> layers, k
   conv_bwd_w_ = kernels::select_conv2d_backward_weights_s8(isa);
   requantize_ = kernels::select_requantize_s32_s8(isa);
   update_ = kernels::select_update_weights_s8(isa);
+  relu_fwd_ = kernels::select_relu_forward_s8(isa);
+  relu_bwd_ = kernels::select_relu_backward_s8(isa);
+  pool_fwd_ = kernels::select_maxpool2x2_forward_s8(isa);
+  pool_bwd_ = kernels::select_maxpool2x2_backward_s8(isa);
+  points_fwd_ = kernels::select_maxpool_points_forward_s8(isa);
+  points_bwd_ = kernels::select_maxpool_points_backward_s8(isa);
 }
 
 int Int8Net::bp_segment_start(int partition) const {
@@ -93,15 +98,15 @@ int Int8Net::forward(int i, int batch, const std::int8_t* x, int ex, std::int8_t
       return ex + l.exponent + requantize_(acc, out_n, y);
     }
     case Int8Op::kRelu:
-      kernels::relu_forward_s8(out_n, x, y);
+      relu_fwd_(out_n, x, y);
       return ex;
     case Int8Op::kMaxPool: {
       const auto& d = l.in.dims;
-      kernels::maxpool2x2_forward_s8(batch * d[0], d[1], d[2], x, y);
+      pool_fwd_(batch * d[0], d[1], d[2], x, y);
       return ex;
     }
     case Int8Op::kMaxPoolPoints:
-      kernels::maxpool_points_forward_s8(batch, l.in.dims.at(0), l.in.dims.at(1), x, y);
+      points_fwd_(batch, l.in.dims.at(0), l.in.dims.at(1), x, y);
       return ex;
   }
   return ex;
@@ -138,17 +143,17 @@ void Int8Net::backward(int i, int batch, const std::int8_t* x, const std::int8_t
       return;
     }
     case Int8Op::kRelu:
-      if (e_in != nullptr) kernels::relu_backward_s8(in_n, x, e_out, e_in);
+      if (e_in != nullptr) relu_bwd_(in_n, x, e_out, e_in);
       return;
     case Int8Op::kMaxPool:
       if (e_in != nullptr) {
         const auto& d = l.in.dims;
-        kernels::maxpool2x2_backward_s8(batch * d[0], d[1], d[2], x, e_out, e_in);
+        pool_bwd_(batch * d[0], d[1], d[2], x, e_out, e_in);
       }
       return;
     case Int8Op::kMaxPoolPoints:
       if (e_in != nullptr)
-        kernels::maxpool_points_backward_s8(batch, l.in.dims.at(0), l.in.dims.at(1), x, e_out, e_in);
+        points_bwd_(batch, l.in.dims.at(0), l.in.dims.at(1), x, e_out, e_in);
       return;
   }
 }

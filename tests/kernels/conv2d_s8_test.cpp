@@ -333,11 +333,22 @@ class Conv2dS8Test : public ::testing::TestWithParam<Isa> {
 
 TEST_P(Conv2dS8Test, SelectsTheRequestedPath) {
   const Isa isa = GetParam();
-  const bool ref = isa == Isa::kReference;
-  EXPECT_EQ(select_conv2d_forward_s8(isa), ref ? &conv2d_forward_s8_ref : &conv2d_forward_s8_portable);
-  EXPECT_EQ(select_conv2d_backward_input_s8(isa), ref ? &conv2d_backward_input_s8_ref : &conv2d_backward_input_s8_portable);
-  EXPECT_EQ(select_conv2d_backward_weights_s8(isa),
-            ref ? &conv2d_backward_weights_s8_ref : &conv2d_backward_weights_s8_portable);
+  struct Want {
+    Conv2dForwardS8Fn fwd;
+    Conv2dBackwardInputS8Fn dx;
+    Conv2dBackwardWeightsS8Fn dw;
+  } want{&conv2d_forward_s8_portable, &conv2d_backward_input_s8_portable, &conv2d_backward_weights_s8_portable};
+  if (isa == Isa::kReference) want = {&conv2d_forward_s8_ref, &conv2d_backward_input_s8_ref, &conv2d_backward_weights_s8_ref};
+#ifdef ZT_HAVE_NEON
+  if (isa == Isa::kNeon) want = {&conv2d_forward_s8_neon, &conv2d_backward_input_s8_neon, &conv2d_backward_weights_s8_neon};
+#endif
+#ifdef ZT_HAVE_NEON_DOT
+  if (isa == Isa::kNeonDot)
+    want = {&conv2d_forward_s8_neon_dot, &conv2d_backward_input_s8_neon_dot, &conv2d_backward_weights_s8_neon_dot};
+#endif
+  EXPECT_EQ(select_conv2d_forward_s8(isa), want.fwd);
+  EXPECT_EQ(select_conv2d_backward_input_s8(isa), want.dx);
+  EXPECT_EQ(select_conv2d_backward_weights_s8(isa), want.dw);
 }
 
 TEST_P(Conv2dS8Test, ShapeSweep) { shape_sweep(f_); }
@@ -349,8 +360,8 @@ TEST_P(Conv2dS8Test, LongBatches) { long_batches(f_); }
 TEST_P(Conv2dS8Test, ThreadCountIndependent) { thread_count_independent(f_); }
 #endif
 
-INSTANTIATE_TEST_SUITE_P(Conv2dS8, Conv2dS8Test, ::testing::Values(Isa::kReference, Isa::kPortable, Isa::kNeon),
-                         [](const auto& info) { return std::string(isa_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Conv2dS8, Conv2dS8Test, ::testing::ValuesIn(kAllIsas),
+                         [](const auto& info) { return test::param_name(isa_name(info.param)); });
 
 // ---- the portable path with each micro-kernel ------------------------------------------------
 
@@ -372,7 +383,9 @@ TEST_P(Conv2dS8MicroTest, LongBatches) { long_batches(f_); }
 TEST_P(Conv2dS8MicroTest, ThreadCountIndependent) { thread_count_independent(f_); }
 #endif
 
-INSTANTIATE_TEST_SUITE_P(Conv2dS8, Conv2dS8MicroTest, ::testing::Values(s8::Micro::kGeneric, s8::Micro::kVnni512),
+INSTANTIATE_TEST_SUITE_P(Conv2dS8, Conv2dS8MicroTest,
+                         ::testing::Values(s8::Micro::kGeneric, s8::Micro::kVnni512, s8::Micro::kNeon,
+                                           s8::Micro::kNeonDot),
                          [](const auto& info) { return std::string(s8::micro_name(info.param)); });
 
 // The shape lists reach every algorithm of the portable path.

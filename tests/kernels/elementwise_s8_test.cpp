@@ -1,10 +1,11 @@
-// Int8 ReLU and 2x2/2 max-pool tests: exact against naive in-test loops (ties: the first
-// maximum in scan order 00, 01, 10, 11 wins), odd sizes drop the last row/column, in-place
-// ReLU, guard bytes after outputs, 1 and several threads.
+// Int8 ReLU, 2x2/2 max-pool and max over points, every path (the plain functions and NEON):
+// exact against naive in-test loops (ties: the first maximum in scan order 00, 01, 10, 11 wins),
+// odd sizes drop the last row/column, in-place ReLU, guard bytes after outputs, 1 to 3 threads.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #ifdef ZT_OPENMP
@@ -34,47 +35,80 @@ std::vector<std::int8_t> inputs(std::size_t n, std::uint64_t seed) {
   return v;
 }
 
+class ElementwiseS8Test : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!isa_available(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not available";
+  }
+};
+
+TEST_P(ElementwiseS8Test, SelectsTheRequestedPath) {
+  const Isa isa = GetParam();
+  if (isa == Isa::kReference || isa == Isa::kPortable) {
+    EXPECT_EQ(select_relu_forward_s8(isa), &relu_forward_s8);
+    EXPECT_EQ(select_relu_backward_s8(isa), &relu_backward_s8);
+    EXPECT_EQ(select_maxpool2x2_forward_s8(isa), &maxpool2x2_forward_s8);
+    EXPECT_EQ(select_maxpool2x2_backward_s8(isa), &maxpool2x2_backward_s8);
+    EXPECT_EQ(select_maxpool_points_forward_s8(isa), &maxpool_points_forward_s8);
+    EXPECT_EQ(select_maxpool_points_backward_s8(isa), &maxpool_points_backward_s8);
+  } else {  // available: built with NEON
+#ifdef ZT_HAVE_NEON
+    EXPECT_EQ(select_relu_forward_s8(isa), &relu_forward_s8_neon);
+    EXPECT_EQ(select_relu_backward_s8(isa), &relu_backward_s8_neon);
+    EXPECT_EQ(select_maxpool2x2_forward_s8(isa), &maxpool2x2_forward_s8_neon);
+    EXPECT_EQ(select_maxpool2x2_backward_s8(isa), &maxpool2x2_backward_s8_neon);
+    EXPECT_EQ(select_maxpool_points_forward_s8(isa), &maxpool_points_forward_s8_neon);
+    EXPECT_EQ(select_maxpool_points_backward_s8(isa), &maxpool_points_backward_s8_neon);
+#else
+    ADD_FAILURE() << "NEON available without NEON kernels";
+#endif
+  }
+}
+
 const std::size_t kSizes[] = {0, 1, 2, 7, 15, 16, 17, 31, 32, 33, 63, 65, 1000, 1025, 300007};
 
-TEST(ReluS8, ForwardExactWithGuardsAndInPlace) {
+TEST_P(ElementwiseS8Test, ReluForwardExactWithGuardsAndInPlace) {
+  const auto relu_forward = select_relu_forward_s8(GetParam());
   for (std::size_t n : kSizes) {
     const auto x = inputs(n, n + 1);
     std::vector<std::int8_t> want(n);
     for (std::size_t i = 0; i < n; ++i) want[i] = x[i] > 0 ? x[i] : 0;
-    for (int t : {1, 2}) {
+    for (int t : {1, 2, 3}) {
       std::vector<std::int8_t> y(n + kGuardTail, kGuardS8);
-      with_threads(t, [&] { relu_forward_s8(n, x.data(), y.data()); });
+      with_threads(t, [&] { relu_forward(n, x.data(), y.data()); });
       EXPECT_TRUE(std::equal(want.begin(), want.end(), y.begin())) << "n=" << n;
       for (std::size_t g = 0; g < kGuardTail; ++g) ASSERT_EQ(y[n + g], kGuardS8) << "n=" << n;
       auto z = x;
-      with_threads(t, [&] { relu_forward_s8(n, z.data(), z.data()); });
+      with_threads(t, [&] { relu_forward(n, z.data(), z.data()); });
       EXPECT_EQ(z, want) << "in place n=" << n;
     }
   }
 }
 
-TEST(ReluS8, BackwardExactWithGuardsAndInPlace) {
+TEST_P(ElementwiseS8Test, ReluBackwardExactWithGuardsAndInPlace) {
+  const auto relu_forward = select_relu_forward_s8(GetParam());
+  const auto relu_backward = select_relu_backward_s8(GetParam());
   for (std::size_t n : kSizes) {
     const auto x = inputs(n, n + 2);
     const auto dy = inputs(n, n + 3);
     std::vector<std::int8_t> want(n);
     for (std::size_t i = 0; i < n; ++i) want[i] = x[i] > 0 ? dy[i] : 0;
-    for (int t : {1, 2}) {
+    for (int t : {1, 2, 3}) {
       std::vector<std::int8_t> dx(n + kGuardTail, kGuardS8);
-      with_threads(t, [&] { relu_backward_s8(n, x.data(), dy.data(), dx.data()); });
+      with_threads(t, [&] { relu_backward(n, x.data(), dy.data(), dx.data()); });
       EXPECT_TRUE(std::equal(want.begin(), want.end(), dx.begin())) << "n=" << n;
       for (std::size_t g = 0; g < kGuardTail; ++g) ASSERT_EQ(dx[n + g], kGuardS8) << "n=" << n;
       auto d = dy;
-      with_threads(t, [&] { relu_backward_s8(n, x.data(), d.data(), d.data()); });
+      with_threads(t, [&] { relu_backward(n, x.data(), d.data(), d.data()); });
       EXPECT_EQ(d, want) << "in place n=" << n;
     }
   }
   // The forward output gives the same mask as the input.
   const auto x = inputs(999, 5), dy = inputs(999, 6);
   std::vector<std::int8_t> y(999), a(999), b(999);
-  relu_forward_s8(999, x.data(), y.data());
-  relu_backward_s8(999, x.data(), dy.data(), a.data());
-  relu_backward_s8(999, y.data(), dy.data(), b.data());
+  relu_forward(999, x.data(), y.data());
+  relu_backward(999, x.data(), dy.data(), a.data());
+  relu_backward(999, y.data(), dy.data(), b.data());
   EXPECT_EQ(a, b);
 }
 
@@ -94,7 +128,8 @@ int window_argmax(const std::int8_t* xp, int w, int i, int j) {
   return best;
 }
 
-TEST(MaxPoolS8, ForwardExactWithGuards) {
+TEST_P(ElementwiseS8Test, MaxPoolForwardExactWithGuards) {
+  const auto pool_forward = select_maxpool2x2_forward_s8(GetParam());
   for (const auto& c : kCases) {
     const std::size_t in = static_cast<std::size_t>(c.planes) * c.h * c.w;
     const int oh = c.h / 2, ow = c.w / 2;
@@ -107,9 +142,9 @@ TEST(MaxPoolS8, ForwardExactWithGuards) {
         for (int j = 0; j < ow; ++j)
           want[(static_cast<std::size_t>(p) * oh + i) * ow + j] = xp[window_argmax(xp, c.w, i, j)];
     }
-    for (int t : {1, 2}) {
+    for (int t : {1, 2, 3}) {
       std::vector<std::int8_t> y(out + kGuardTail, kGuardS8);
-      with_threads(t, [&] { maxpool2x2_forward_s8(c.planes, c.h, c.w, x.data(), y.data()); });
+      with_threads(t, [&] { pool_forward(c.planes, c.h, c.w, x.data(), y.data()); });
       EXPECT_TRUE(std::equal(want.begin(), want.end(), y.begin()))
           << c.planes << "x" << c.h << "x" << c.w;
       for (std::size_t g = 0; g < kGuardTail; ++g) ASSERT_EQ(y[out + g], kGuardS8);
@@ -117,7 +152,8 @@ TEST(MaxPoolS8, ForwardExactWithGuards) {
   }
 }
 
-TEST(MaxPoolS8, BackwardRoutesToFirstMaximumWithGuards) {
+TEST_P(ElementwiseS8Test, MaxPoolBackwardRoutesToFirstMaximumWithGuards) {
+  const auto pool_backward = select_maxpool2x2_backward_s8(GetParam());
   for (const auto& c : kCases) {
     const std::size_t in = static_cast<std::size_t>(c.planes) * c.h * c.w;
     const int oh = c.h / 2, ow = c.w / 2;
@@ -133,11 +169,11 @@ TEST(MaxPoolS8, BackwardRoutesToFirstMaximumWithGuards) {
           want[base + window_argmax(x.data() + base, c.w, i, j)] =
               dy[(static_cast<std::size_t>(p) * oh + i) * ow + j];
     }
-    for (int t : {1, 2}) {
+    for (int t : {1, 2, 3}) {
       std::vector<std::int8_t> dx(in + kGuardTail, kGuardS8);  // non-zero garbage to overwrite
       std::fill(dx.begin(), dx.begin() + static_cast<std::ptrdiff_t>(in), std::int8_t{99});
       with_threads(t, [&] {
-        maxpool2x2_backward_s8(c.planes, c.h, c.w, x.data(), dy.data(), dx.data());
+        pool_backward(c.planes, c.h, c.w, x.data(), dy.data(), dx.data());
       });
       EXPECT_TRUE(std::equal(want.begin(), want.end(), dx.begin()))
           << c.planes << "x" << c.h << "x" << c.w;
@@ -146,50 +182,63 @@ TEST(MaxPoolS8, BackwardRoutesToFirstMaximumWithGuards) {
   }
 }
 
-TEST(MaxPoolS8, TiesHandCase) {
+TEST_P(ElementwiseS8Test, MaxPoolTiesHandCase) {
+  const auto pool_forward = select_maxpool2x2_forward_s8(GetParam());
+  const auto pool_backward = select_maxpool2x2_backward_s8(GetParam());
   // One 2x4 plane, two windows: all equal → position 00; 01 and 11 tie at the max → 01.
   const std::int8_t x[8] = {5, 5, -3, 7, 5, 5, 1, 7};
   const std::int8_t dy[2] = {10, 20};
   std::int8_t y[2], dx[8];
-  maxpool2x2_forward_s8(1, 2, 4, x, y);
+  pool_forward(1, 2, 4, x, y);
   EXPECT_EQ(y[0], 5);
   EXPECT_EQ(y[1], 7);
-  maxpool2x2_backward_s8(1, 2, 4, x, dy, dx);
+  pool_backward(1, 2, 4, x, dy, dx);
   const std::int8_t want[8] = {10, 0, 0, 20, 0, 0, 0, 0};
   for (int i = 0; i < 8; ++i) EXPECT_EQ(dx[i], want[i]) << "i=" << i;
 }
 
-}  // namespace
-}  // namespace zt::kernels
 
-namespace zt::kernels {
-namespace {
-
-// Max over points: against a plain loop, ties routed to the first maximal point.
-TEST(MaxPoolPointsS8, ForwardAndBackwardMatchPlainLoops) {
-  const int batch = 3, points = 37, channels = 19;
-  SplitMix64 rng(5);
-  std::vector<std::int8_t> x(static_cast<std::size_t>(batch * points * channels));
-  for (auto& v : x) v = static_cast<std::int8_t>(static_cast<int>(rng.below(9)) - 4);  // many ties
-  std::vector<std::int8_t> dy(static_cast<std::size_t>(batch * channels));
-  for (auto& v : dy) v = static_cast<std::int8_t>(static_cast<int>(rng.below(255)) - 127);
-  std::vector<std::int8_t> y(dy.size() + 8, 77), dx(x.size() + 8, 77);
-  maxpool_points_forward_s8(batch, points, channels, x.data(), y.data());
-  maxpool_points_backward_s8(batch, points, channels, x.data(), dy.data(), dx.data());
-  for (int b = 0; b < batch; ++b)
-    for (int c = 0; c < channels; ++c) {
-      int best = 0;
-      for (int p = 1; p < points; ++p)
-        if (x[(b * points + p) * channels + c] > x[(b * points + best) * channels + c]) best = p;
-      EXPECT_EQ(y[b * channels + c], x[(b * points + best) * channels + c]);
-      for (int p = 0; p < points; ++p)
-        EXPECT_EQ(dx[(b * points + p) * channels + c], p == best ? dy[b * channels + c] : 0);
+// Max over points: against a plain loop, ties routed to the first maximal point; channel counts
+// around the 16-byte vectors, extremes (−128 everywhere), guard bytes.
+TEST_P(ElementwiseS8Test, MaxPoolPointsForwardAndBackwardMatchPlainLoops) {
+  const auto points_forward = select_maxpool_points_forward_s8(GetParam());
+  const auto points_backward = select_maxpool_points_backward_s8(GetParam());
+  struct Case { int batch, points, channels; };
+  const Case cases[] = {{3, 37, 19}, {1, 1, 16}, {2, 2, 1}, {2, 5, 0}, {0, 4, 4},  {2, 300, 15},
+                        {1, 7, 17},  {4, 64, 33}, {2, 3, 64}, {1, 1024, 40}, {3, 9, 31}};
+  std::uint64_t seed = 5;
+  for (const Case& k : cases) {
+    for (int fill : {0, -128}) {
+      const int batch = k.batch, points = k.points, channels = k.channels;
+      SplitMix64 rng(seed++);
+      std::vector<std::int8_t> x(static_cast<std::size_t>(batch * points * channels));
+      for (auto& v : x) v = fill != 0 ? std::int8_t{-128} : static_cast<std::int8_t>(static_cast<int>(rng.below(9)) - 4);
+      std::vector<std::int8_t> dy(static_cast<std::size_t>(batch * channels));
+      for (auto& v : dy) v = static_cast<std::int8_t>(static_cast<int>(rng.below(255)) - 127);
+      std::vector<std::int8_t> y(dy.size() + kGuardTail, kGuardS8), dx(x.size() + kGuardTail, kGuardS8);
+      std::fill_n(dx.begin(), x.size(), std::int8_t{99});  // garbage to overwrite
+      points_forward(batch, points, channels, x.data(), y.data());
+      points_backward(batch, points, channels, x.data(), dy.data(), dx.data());
+      const std::string what = std::to_string(batch) + "x" + std::to_string(points) + "x" + std::to_string(channels);
+      for (int b = 0; b < batch; ++b)
+        for (int c = 0; c < channels; ++c) {
+          int best = 0;
+          for (int p = 1; p < points; ++p)
+            if (x[(b * points + p) * channels + c] > x[(b * points + best) * channels + c]) best = p;
+          ASSERT_EQ(y[b * channels + c], x[(b * points + best) * channels + c]) << what;
+          for (int p = 0; p < points; ++p)
+            ASSERT_EQ(dx[(b * points + p) * channels + c], p == best ? dy[b * channels + c] : 0) << what << " p=" << p;
+        }
+      for (std::size_t g = 0; g < kGuardTail; ++g) {  // guard bytes untouched
+        ASSERT_EQ(y[dy.size() + g], kGuardS8) << what;
+        ASSERT_EQ(dx[x.size() + g], kGuardS8) << what;
+      }
     }
-  for (int g = 0; g < 8; ++g) {  // guard bytes untouched
-    EXPECT_EQ(y[dy.size() + g], 77);
-    EXPECT_EQ(dx[x.size() + g], 77);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(ElementwiseS8, ElementwiseS8Test, ::testing::ValuesIn(kAllIsas),
+                         [](const auto& info) { return test::param_name(isa_name(info.param)); });
 
 }  // namespace
 }  // namespace zt::kernels

@@ -294,11 +294,22 @@ class LinearS8Test : public ::testing::TestWithParam<Isa> {
 
 TEST_P(LinearS8Test, SelectsTheRequestedPath) {
   const Isa isa = GetParam();
-  const bool ref = isa == Isa::kReference;
-  EXPECT_EQ(select_linear_forward_s8(isa), ref ? &linear_forward_s8_ref : &linear_forward_s8_portable);
-  EXPECT_EQ(select_linear_backward_input_s8(isa), ref ? &linear_backward_input_s8_ref : &linear_backward_input_s8_portable);
-  EXPECT_EQ(select_linear_backward_weights_s8(isa),
-            ref ? &linear_backward_weights_s8_ref : &linear_backward_weights_s8_portable);
+  struct Want {
+    LinearForwardS8Fn fwd;
+    LinearBackwardInputS8Fn dx;
+    LinearBackwardWeightsS8Fn dw;
+  } want{&linear_forward_s8_portable, &linear_backward_input_s8_portable, &linear_backward_weights_s8_portable};
+  if (isa == Isa::kReference) want = {&linear_forward_s8_ref, &linear_backward_input_s8_ref, &linear_backward_weights_s8_ref};
+#ifdef ZT_HAVE_NEON
+  if (isa == Isa::kNeon) want = {&linear_forward_s8_neon, &linear_backward_input_s8_neon, &linear_backward_weights_s8_neon};
+#endif
+#ifdef ZT_HAVE_NEON_DOT
+  if (isa == Isa::kNeonDot)
+    want = {&linear_forward_s8_neon_dot, &linear_backward_input_s8_neon_dot, &linear_backward_weights_s8_neon_dot};
+#endif
+  EXPECT_EQ(select_linear_forward_s8(isa), want.fwd);
+  EXPECT_EQ(select_linear_backward_input_s8(isa), want.dx);
+  EXPECT_EQ(select_linear_backward_weights_s8(isa), want.dw);
 }
 
 TEST_P(LinearS8Test, SizeSweep) { size_sweep(f_); }
@@ -311,8 +322,8 @@ TEST_P(LinearS8Test, EmptyDimensions) { empty_dims(f_); }
 TEST_P(LinearS8Test, ThreadCountIndependent) { thread_count_independent(f_); }
 #endif
 
-INSTANTIATE_TEST_SUITE_P(LinearS8, LinearS8Test, ::testing::Values(Isa::kReference, Isa::kPortable, Isa::kNeon),
-                         [](const auto& info) { return std::string(isa_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(LinearS8, LinearS8Test, ::testing::ValuesIn(kAllIsas),
+                         [](const auto& info) { return test::param_name(isa_name(info.param)); });
 
 // ---- the portable path with each micro-kernel ------------------------------------------------
 
@@ -334,12 +345,138 @@ TEST_P(LinearS8MicroTest, WeightGradientSaturates) { weight_gradient_saturates(f
 TEST_P(LinearS8MicroTest, ThreadCountIndependent) { thread_count_independent(f_); }
 #endif
 
-INSTANTIATE_TEST_SUITE_P(LinearS8, LinearS8MicroTest, ::testing::Values(s8::Micro::kGeneric, s8::Micro::kVnni512),
+INSTANTIATE_TEST_SUITE_P(LinearS8, LinearS8MicroTest,
+                         ::testing::Values(s8::Micro::kGeneric, s8::Micro::kVnni512, s8::Micro::kNeon,
+                                           s8::Micro::kNeonDot),
                          [](const auto& info) { return std::string(s8::micro_name(info.param)); });
 
 TEST(LinearS8MicroTest, BestIsAvailable) {
   EXPECT_TRUE(s8::micro_available(s8::best_micro()));
   EXPECT_TRUE(s8::micro_available(s8::Micro::kGeneric));
+}
+
+// ---- every micro-kernel tile and dot tile directly, against plain loops -------------------------
+// Each (A mode, mr, nv) tile of every available implementation, with and without the rows-mode
+// tail quad, quad offsets (b_off), accumulation and a partial last vector; B bytes and A bytes
+// cover the full range (−128 included), so the int32 sums reach their extremes.
+TEST(LinearS8MicroTileTest, EveryTileMatchesPlainLoops) {
+  std::uint64_t seed = 31;
+  for (s8::Micro m : {s8::Micro::kGeneric, s8::Micro::kVnni512, s8::Micro::kNeon, s8::Micro::kNeonDot}) {
+    if (!s8::micro_available(m)) continue;
+    for (bool rows : {false, true})
+      for (int nv = 1; nv <= s8::kMaxNv; ++nv)
+        for (int mr = 1; mr <= s8::max_mr(m, rows, nv); ++mr)
+          for (int nq : {1, 2, 7})
+            for (int variant = 0; variant < 4; ++variant) {
+              const bool tail = rows && (variant & 1), offsets = variant & 2, accumulate = variant == 3;
+              const int lanes = nv * s8::kLanes, n_valid = variant == 1 ? lanes - 5 : lanes;
+              const std::string what = std::string(s8::micro_name(m)) + (rows ? " rows" : " packed") +
+                                       " mr=" + std::to_string(mr) + " nv=" + std::to_string(nv) +
+                                       " nq=" + std::to_string(nq) + " variant=" + std::to_string(variant);
+              // A: [nq][mr][4] packed, or mr rows of 4·nq bytes (+ a separate tail quad).
+              const auto a = random_s8(static_cast<std::size_t>(nq) * mr * 4, seed++, -128, 127);
+              const auto a_tail = random_s8(static_cast<std::size_t>(mr) * 4, seed++, -128, 127);
+              auto b_s8 = random_s8(static_cast<std::size_t>(nq + 1) * lanes * 4, seed++, -128, 127);
+              std::vector<std::uint8_t> b(b_s8.size());
+              for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<std::uint8_t>(b_s8[i]);
+              // Quad q of B at b + off[q]: reversed order when offsets are used.
+              std::vector<std::int32_t> off(nq);
+              for (int q = 0; q < nq; ++q) off[q] = (offsets ? nq - q : q) * lanes * 4;
+              const auto a_byte = [&](int row, int q, int sub) -> int {
+                if (rows && tail && q == nq - 1) return a_tail[4 * row + sub];
+                return rows ? a[(static_cast<std::size_t>(row) * nq + q) * 4 + sub] : a[(static_cast<std::size_t>(q) * mr + row) * 4 + sub];
+              };
+              std::vector<const std::int8_t*> row_ptr(mr);
+              for (int r = 0; r < mr; ++r) row_ptr[r] = a.data() + static_cast<std::size_t>(r) * nq * 4;
+              std::vector<std::int32_t> corr(mr, 0);
+              for (int r = 0; r < mr; ++r)
+                for (int q = 0; q < nq; ++q)
+                  for (int sub = 0; sub < 4; ++sub) corr[r] += 128 * a_byte(r, q, sub);
+              const int ldc = lanes + 3;
+              auto c = guarded(static_cast<std::size_t>(mr) * ldc, 0);
+              for (std::size_t i = 0; i < c.size() - kGuardTail; ++i) c[i] = static_cast<std::int32_t>(i * 7919 % 100003) - 50000;
+              auto want = c;
+              for (int r = 0; r < mr; ++r)
+                for (int l = 0; l < n_valid; ++l) {
+                  std::int64_t sum = 0;
+                  for (int q = 0; q < nq; ++q)
+                    for (int sub = 0; sub < 4; ++sub)
+                      sum += a_byte(r, q, sub) * (static_cast<int>(b[off[q] + (l / s8::kLanes) * s8::kVecBytes + 4 * (l % s8::kLanes) + sub]) - 128);
+                  std::int32_t& wv = want[static_cast<std::size_t>(r) * ldc + l];
+                  wv = static_cast<std::int32_t>(accumulate ? wv + sum : sum);
+                }
+              s8::MicroArgs args;
+              args.nq = nq;
+              if (rows) {
+                args.a_rows = row_ptr.data();
+                args.a_step = 4;
+                args.a_tail = tail ? a_tail.data() : nullptr;
+              } else {
+                args.a = a.data();
+                args.a_step = 4 * mr;
+              }
+              args.b = b.data();
+              args.b_vec = s8::kVecBytes;
+              if (offsets) args.b_off = off.data();
+              else args.b_step = static_cast<std::ptrdiff_t>(lanes) * 4;
+              args.c = c.data();
+              args.ldc = ldc;
+              args.n_valid = n_valid;
+              args.corr = corr.data();
+              args.accumulate = accumulate;
+              s8::run_micro(m, rows, mr, nv, args);
+              expect_exact(c, want, c.size() - kGuardTail, what);
+            }
+  }
+}
+
+TEST(LinearS8MicroTileTest, EveryDotTileMatchesPlainLoops) {
+  std::uint64_t seed = 77;
+  for (s8::Micro m : {s8::Micro::kGeneric, s8::Micro::kVnni512, s8::Micro::kNeon, s8::Micro::kNeonDot}) {
+    if (!s8::micro_available(m)) continue;
+    for (int ob = 1; ob <= s8::kDotOb; ++ob)
+      for (int tb = 1; tb <= s8::kDotTb; ++tb)
+        for (int steps : {1, 3}) {
+          const std::size_t bytes = static_cast<std::size_t>(steps) * s8::kVecBytes;
+          std::vector<std::vector<std::uint8_t>> xs(tb);
+          std::vector<std::vector<std::int8_t>> es(ob);
+          std::vector<const std::uint8_t*> xp(tb);
+          std::vector<const std::int8_t*> ep(ob);
+          for (int t = 0; t < tb; ++t) {
+            const auto v = random_s8(bytes, seed++, -128, 127);
+            xs[t].assign(v.begin(), v.end());
+            xp[t] = xs[t].data();
+          }
+          for (int o = 0; o < ob; ++o) {
+            es[o] = random_s8(bytes, seed++, -128, 127);
+            ep[o] = es[o].data();
+          }
+          const int ld = tb + 1;
+          auto part = guarded(static_cast<std::size_t>(ob) * ld * s8::kLanes, 0);
+          for (std::size_t i = 0; i < part.size() - kGuardTail; ++i) part[i] = static_cast<std::int32_t>(i % 1000) - 500;
+          auto want = part;
+          for (int o = 0; o < ob; ++o)
+            for (int t = 0; t < tb; ++t)
+              for (int l = 0; l < s8::kLanes; ++l) {
+                std::int32_t sum = 0;
+                for (int i = 0; i < steps; ++i)
+                  for (int sub = 0; sub < 4; ++sub) {
+                    const std::size_t at = static_cast<std::size_t>(i) * s8::kVecBytes + 4 * l + sub;
+                    sum += xs[t][at] * es[o][at];
+                  }
+                want[(static_cast<std::size_t>(o) * ld + t) * s8::kLanes + l] += sum;
+              }
+          s8::DotArgs args;
+          args.steps = steps;
+          args.x = xp.data();
+          args.e = ep.data();
+          args.part = part.data();
+          args.ld = ld;
+          s8::run_dot(m, ob, tb, args);
+          expect_exact(part, want, part.size() - kGuardTail,
+                       std::string(s8::micro_name(m)) + " ob=" + std::to_string(ob) + " tb=" + std::to_string(tb));
+        }
+  }
 }
 
 // ---- the reference against the naive loops -----------------------------------------------------

@@ -152,6 +152,14 @@ TEST_P(PerturbS8Test, SelectsTheRequestedPath) {
     EXPECT_EQ(select_perturb_s8(Isa::kPortable), &perturb_s8_portable);
     EXPECT_EQ(select_zo_update_s8(Isa::kPortable), &zo_update_s8_portable);
   }
+  if (GetParam() == Isa::kNeon || GetParam() == Isa::kNeonDot) {  // available: built with NEON
+#ifdef ZT_HAVE_NEON
+    EXPECT_EQ(select_perturb_s8(GetParam()), &perturb_s8_neon);
+    EXPECT_EQ(select_zo_update_s8(GetParam()), &zo_update_s8_neon);
+#else
+    ADD_FAILURE() << "NEON available without NEON kernels";
+#endif
+  }
 }
 
 TEST_P(PerturbS8Test, PerturbAddsKTimesZWithClamp) {
@@ -235,7 +243,7 @@ TEST_P(PerturbS8Test, BitExactAgainstReferenceWithGuardsAndThreads) {
       auto want_p = theta0, want_u = theta0;
       perturb_s8_ref(want_p.data(), n, first, p, k);
       zo_update_s8_ref(want_u.data(), n, first, p, g, b_zo);
-      for (int t : {1, 2}) {
+      for (int t : {1, 2, 3}) {
         auto got_p = theta0, got_u = theta0;
         got_p.resize(n + kGuardTail, kGuardS8);
         got_u.resize(n + kGuardTail, kGuardS8);
@@ -282,9 +290,39 @@ TEST_P(PerturbS8Test, OneCallEqualsTwoCallsOnSplitRanges) {
   }
 }
 
+// Saturation extremes: θ = −128 or 127 everywhere, the widest r_max, every element perturbed,
+// large k and g, against the reference.
+TEST_P(PerturbS8Test, ExtremesEverywhereMatchTheReference) {
+  const auto perturb = select_perturb_s8(GetParam());
+  const auto update = select_zo_update_s8(GetParam());
+  for (std::size_t n : {std::size_t{1}, std::size_t{15}, std::size_t{16}, std::size_t{17}, std::size_t{47},
+                        std::size_t{4099}}) {
+    for (std::int8_t tv : {std::int8_t{-128}, std::int8_t{127}}) {
+      const auto p = params(99, 0.0, 127);
+      for (int k : {1, -2, 255, -1000}) {
+        std::vector<std::int8_t> want(n, tv), got(n + kGuardTail, kGuardS8);
+        std::fill_n(got.begin(), n, tv);
+        perturb_s8_ref(want.data(), n, 7, p, k);
+        perturb(got.data(), n, 7, p, k);
+        EXPECT_TRUE(std::equal(want.begin(), want.end(), got.begin())) << "n=" << n << " k=" << k;
+        for (std::size_t q = 0; q < kGuardTail; ++q) ASSERT_EQ(got[n + q], kGuardS8);
+      }
+      for (int g : {-1, 1, (1 << 24) - 1, -((1 << 24) - 1)})
+        for (int b_zo : {1, 3, 7, 8}) {
+          std::vector<std::int8_t> want(n, tv), got(n + kGuardTail, kGuardS8);
+          std::fill_n(got.begin(), n, tv);
+          zo_update_s8_ref(want.data(), n, 7, p, g, b_zo);
+          update(got.data(), n, 7, p, g, b_zo);
+          EXPECT_TRUE(std::equal(want.begin(), want.end(), got.begin())) << "n=" << n << " g=" << g << " b=" << b_zo;
+          for (std::size_t q = 0; q < kGuardTail; ++q) ASSERT_EQ(got[n + q], kGuardS8);
+        }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(PerturbS8, PerturbS8Test,
-                         ::testing::Values(Isa::kReference, Isa::kPortable, Isa::kNeon),
-                         [](const auto& info) { return std::string(isa_name(info.param)); });
+                         ::testing::ValuesIn(kAllIsas),
+                         [](const auto& info) { return test::param_name(isa_name(info.param)); });
 
 }  // namespace
 }  // namespace zt::kernels

@@ -148,6 +148,14 @@ TEST_P(QuantS8Test, SelectsTheRequestedPath) {
     EXPECT_EQ(select_requantize_s32_s8(Isa::kPortable), &requantize_s32_s8_portable);
     EXPECT_EQ(select_update_weights_s8(Isa::kPortable), &update_weights_s8_portable);
   }
+  if (GetParam() == Isa::kNeon || GetParam() == Isa::kNeonDot) {  // available: built with NEON
+#ifdef ZT_HAVE_NEON
+    EXPECT_EQ(select_requantize_s32_s8(GetParam()), &requantize_s32_s8_neon);
+    EXPECT_EQ(select_update_weights_s8(GetParam()), &update_weights_s8_neon);
+#else
+    ADD_FAILURE() << "NEON available without NEON kernels";
+#endif
+  }
 }
 
 struct RequantCase {
@@ -189,7 +197,7 @@ TEST_P(QuantS8Test, RequantizeBitExactSweepWithGuards) {
       const auto x = random_s32(n, 1000 * n + bits, bits);
       std::vector<std::int8_t> want(n);
       const int s_want = requantize_s32_s8_ref(x.data(), n, want.data());
-      for (int t : {1, 2}) {
+      for (int t : {1, 2, 3}) {
         std::vector<std::int8_t> y(n + kGuardTail, kGuardS8);
         int s = -1;
         with_threads(t, [&] { s = rq(x.data(), n, y.data()); });
@@ -277,7 +285,7 @@ TEST_P(QuantS8Test, UpdateWeightsBitExactSweepWithGuards) {
         const auto w0 = random_s8(n, n + 17 * gbits);
         auto want = w0;
         const int s_want = update_weights_s8_ref(want.data(), g.data(), n, bits);
-        for (int t : {1, 2}) {
+        for (int t : {1, 2, 3}) {
           auto w = w0;
           w.resize(n + kGuardTail, kGuardS8);
           int s = -99;
@@ -292,9 +300,38 @@ TEST_P(QuantS8Test, UpdateWeightsBitExactSweepWithGuards) {
   }
 }
 
+// Saturation extremes everywhere: every x = INT32_MIN (|x| = 2^31) or INT32_MAX, every weight
+// −128 or 127 with the largest gradients, against the reference.
+TEST_P(QuantS8Test, ExtremesEverywhereMatchTheReference) {
+  const auto rq = select_requantize_s32_s8(GetParam());
+  const auto up = select_update_weights_s8(GetParam());
+  for (std::size_t n : kSizes) {
+    for (std::int32_t xv : {INT32_MIN, INT32_MAX, -1, 1 << 30}) {
+      std::vector<std::int32_t> x(n, xv);
+      if (n > 2) x[n / 2] = -xv / 3;
+      std::vector<std::int8_t> want(n), y(n + kGuardTail, kGuardS8);
+      const int s_want = requantize_s32_s8_ref(x.data(), n, want.data());
+      EXPECT_EQ(rq(x.data(), n, y.data()), s_want) << "n=" << n << " x=" << xv;
+      EXPECT_TRUE(std::equal(want.begin(), want.end(), y.begin())) << "n=" << n << " x=" << xv;
+      for (std::size_t g = 0; g < kGuardTail; ++g) ASSERT_EQ(y[n + g], kGuardS8) << "n=" << n;
+      for (std::int8_t wv : {std::int8_t{-128}, std::int8_t{127}}) {
+        for (int bits : {1, 5, 31, 40}) {
+          auto w_want = std::vector<std::int8_t>(n, wv);
+          auto w = w_want;
+          w.resize(n + kGuardTail, kGuardS8);
+          EXPECT_EQ(up(w.data(), x.data(), n, bits), update_weights_s8_ref(w_want.data(), x.data(), n, bits));
+          EXPECT_TRUE(std::equal(w_want.begin(), w_want.end(), w.begin()))
+              << "n=" << n << " x=" << xv << " w=" << int{wv} << " bits=" << bits;
+          for (std::size_t g = 0; g < kGuardTail; ++g) ASSERT_EQ(w[n + g], kGuardS8) << "n=" << n;
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(QuantS8, QuantS8Test,
-                         ::testing::Values(Isa::kReference, Isa::kPortable, Isa::kNeon),
-                         [](const auto& info) { return std::string(isa_name(info.param)); });
+                         ::testing::ValuesIn(kAllIsas),
+                         [](const auto& info) { return test::param_name(isa_name(info.param)); });
 
 }  // namespace
 }  // namespace zt::kernels

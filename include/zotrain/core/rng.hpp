@@ -49,9 +49,12 @@ class SplitMix64 {
   std::uint64_t next() { return mix64(state_ += 0x9e3779b97f4a7c15ULL); }
   // Uniform in [0, 1) with 24 bits of resolution (exact in float).
   float uniform() { return static_cast<float>(next() >> 40) * (1.0f / 16777216.0f); }
-  // Uniform integer in [0, n), n > 0 (Lemire's multiply-shift; bias < 2^-32 for small n).
+  // Uniform integer in [0, n), n > 0 (Lemire's multiply-shift; bias < 2^-32 for small n):
+  // ⌊x·n / 2^32⌋ with x the top 32 bits of a word, formed from n's 32-bit halves (exact, and no
+  // 128-bit type, which 32-bit ARM lacks).
   std::uint64_t below(std::uint64_t n) {
-    return static_cast<std::uint64_t>((static_cast<unsigned __int128>(next() >> 32) * n) >> 32);
+    const std::uint64_t x = next() >> 32;
+    return x * (n >> 32) + ((x * (n & 0xffffffffu)) >> 32);
   }
   std::uint64_t state() const { return state_; }
 

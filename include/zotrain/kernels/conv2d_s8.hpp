@@ -38,6 +38,23 @@ void conv2d_backward_input_s8_portable(const Conv2dShape& s, const std::int8_t* 
 void conv2d_backward_weights_s8_portable(const Conv2dShape& s, const std::int8_t* x,
                                          const std::int8_t* e, std::int32_t* g, void* scratch);
 
+// NEON paths (ARM builds only): the portable algorithms on the NEON micro-kernels, vmull_s8 +
+// vpadalq_s16 (_neon) or SDOT (_neon_dot, aarch64 CPUs with the dot product).
+void conv2d_forward_s8_neon(const Conv2dShape& s, const std::int8_t* x, const std::int8_t* w,
+                            std::int32_t* y, void* scratch);
+void conv2d_backward_input_s8_neon(const Conv2dShape& s, const std::int8_t* e,
+                                   const std::int8_t* w, std::int32_t* dx, void* scratch);
+void conv2d_backward_weights_s8_neon(const Conv2dShape& s, const std::int8_t* x,
+                                     const std::int8_t* e, std::int32_t* g, void* scratch);
+void conv2d_forward_s8_neon_dot(const Conv2dShape& s, const std::int8_t* x, const std::int8_t* w,
+                                std::int32_t* y, void* scratch);
+void conv2d_backward_input_s8_neon_dot(const Conv2dShape& s, const std::int8_t* e,
+                                       const std::int8_t* w, std::int32_t* dx, void* scratch);
+void conv2d_backward_weights_s8_neon_dot(const Conv2dShape& s, const std::int8_t* x,
+                                         const std::int8_t* e, std::int32_t* g, void* scratch);
+
+// kReference → _ref; kPortable → _portable; kNeon → _neon and kNeonDot → _neon_dot where built
+// (else the portable path).
 Conv2dForwardS8Fn select_conv2d_forward_s8(Isa isa);
 Conv2dBackwardInputS8Fn select_conv2d_backward_input_s8(Isa isa);
 Conv2dBackwardWeightsS8Fn select_conv2d_backward_weights_s8(Isa isa);

@@ -33,6 +33,23 @@ void linear_backward_input_s8_portable(int B, int N, int K, const std::int8_t* e
 void linear_backward_weights_s8_portable(int B, int N, int K, const std::int8_t* e,
                                          const std::int8_t* x, std::int32_t* g);
 
+// NEON paths (ARM builds only): the portable drivers on the NEON micro-kernels, vmull_s8 +
+// vpadalq_s16 (_neon) or SDOT (_neon_dot, aarch64 CPUs with the dot product).
+void linear_forward_s8_neon(int B, int N, int K, const std::int8_t* x, const std::int8_t* w,
+                            std::int32_t* y);
+void linear_backward_input_s8_neon(int B, int N, int K, const std::int8_t* e,
+                                   const std::int8_t* w, std::int32_t* dx);
+void linear_backward_weights_s8_neon(int B, int N, int K, const std::int8_t* e,
+                                     const std::int8_t* x, std::int32_t* g);
+void linear_forward_s8_neon_dot(int B, int N, int K, const std::int8_t* x, const std::int8_t* w,
+                                std::int32_t* y);
+void linear_backward_input_s8_neon_dot(int B, int N, int K, const std::int8_t* e,
+                                       const std::int8_t* w, std::int32_t* dx);
+void linear_backward_weights_s8_neon_dot(int B, int N, int K, const std::int8_t* e,
+                                         const std::int8_t* x, std::int32_t* g);
+
+// kReference → _ref; kPortable → _portable; kNeon → _neon and kNeonDot → _neon_dot where built
+// (else the portable path).
 LinearForwardS8Fn select_linear_forward_s8(Isa isa);
 LinearBackwardInputS8Fn select_linear_backward_input_s8(Isa isa);
 LinearBackwardWeightsS8Fn select_linear_backward_weights_s8(Isa isa);

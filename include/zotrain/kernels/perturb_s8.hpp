@@ -41,6 +41,12 @@ void perturb_s8_portable(std::int8_t* theta, std::size_t n, std::uint32_t first,
 void zo_update_s8_portable(std::int8_t* theta, std::size_t n, std::uint32_t first,
                            const PerturbS8Params& p, int g, int b_zo);
 
+void perturb_s8_neon(std::int8_t* theta, std::size_t n, std::uint32_t first,  // ARM builds
+                     const PerturbS8Params& p, int k);
+void zo_update_s8_neon(std::int8_t* theta, std::size_t n, std::uint32_t first,  // ARM builds
+                       const PerturbS8Params& p, int g, int b_zo);
+
+// kNeon and kNeonDot → _neon where built.
 PerturbS8Fn select_perturb_s8(Isa isa);
 ZoUpdateS8Fn select_zo_update_s8(Isa isa);
 

@@ -68,7 +68,8 @@ std::uint32_t max_abs_s32(const std::int32_t* x, std::size_t n);
 using RequantizeS32S8Fn = int (*)(const std::int32_t* x, std::size_t n, std::int8_t* y);
 int requantize_s32_s8_ref(const std::int32_t* x, std::size_t n, std::int8_t* y);
 int requantize_s32_s8_portable(const std::int32_t* x, std::size_t n, std::int8_t* y);
-RequantizeS32S8Fn select_requantize_s32_s8(Isa isa);
+int requantize_s32_s8_neon(const std::int32_t* x, std::size_t n, std::int8_t* y);  // ARM builds
+RequantizeS32S8Fn select_requantize_s32_s8(Isa isa);  // kNeon, kNeonDot → _neon where built
 
 // b-bit weight update (SPEC 5.5) of int8 weights w [n] by an int32 gradient g [n]:
 // b = bitlen(max|g|); if b = 0 nothing changes; s = b − bits; ĝ = g if s < 1, else
@@ -77,7 +78,8 @@ RequantizeS32S8Fn select_requantize_s32_s8(Isa isa);
 using UpdateWeightsS8Fn = int (*)(std::int8_t* w, const std::int32_t* g, std::size_t n, int bits);
 int update_weights_s8_ref(std::int8_t* w, const std::int32_t* g, std::size_t n, int bits);
 int update_weights_s8_portable(std::int8_t* w, const std::int32_t* g, std::size_t n, int bits);
-UpdateWeightsS8Fn select_update_weights_s8(Isa isa);
+int update_weights_s8_neon(std::int8_t* w, const std::int32_t* g, std::size_t n, int bits);  // ARM builds
+UpdateWeightsS8Fn select_update_weights_s8(Isa isa);  // kNeon, kNeonDot → _neon where built
 
 // Input quantisation (SPEC 5.6): pixel p ∈ 0..255 → p >> 1 with exponent kPixelExponent.
 inline constexpr int kPixelExponent = -7;

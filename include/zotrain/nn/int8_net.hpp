@@ -15,6 +15,7 @@
 
 #include "zotrain/core/shape.hpp"
 #include "zotrain/kernels/conv2d_s8.hpp"
+#include "zotrain/kernels/elementwise_s8.hpp"
 #include "zotrain/kernels/isa.hpp"
 #include "zotrain/kernels/linear_s8.hpp"
 #include "zotrain/kernels/quant.hpp"
@@ -95,6 +96,12 @@ class Int8Net {
   kernels::Conv2dBackwardWeightsS8Fn conv_bwd_w_;
   kernels::RequantizeS32S8Fn requantize_;
   kernels::UpdateWeightsS8Fn update_;
+  kernels::ReluForwardS8Fn relu_fwd_;
+  kernels::ReluBackwardS8Fn relu_bwd_;
+  kernels::MaxPool2x2ForwardS8Fn pool_fwd_;
+  kernels::MaxPool2x2BackwardS8Fn pool_bwd_;
+  kernels::MaxPoolPointsForwardS8Fn points_fwd_;
+  kernels::MaxPoolPointsBackwardS8Fn points_bwd_;
 };
 
 }  // namespace zt::nn

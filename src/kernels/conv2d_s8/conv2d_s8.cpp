@@ -34,6 +34,7 @@
 #include "../linear_s8/gemm_s8_internal.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/kernels/conv2d_s8.hpp"
+#include "../select_isa.hpp"
 
 namespace zt::kernels {
 namespace s8 {
@@ -690,14 +691,49 @@ void conv2d_backward_weights_s8_portable(const Conv2dShape& s, const std::int8_t
   s8::conv2d_backward_weights(s8::best_micro(), s, x, e, g, scratch);
 }
 
+#if defined(ZT_HAVE_NEON)
+void conv2d_forward_s8_neon(const Conv2dShape& s, const std::int8_t* x, const std::int8_t* w, std::int32_t* y,
+                            void* scratch) {
+  s8::conv2d_forward(s8::Micro::kNeon, s, x, w, y, scratch);
+}
+void conv2d_backward_input_s8_neon(const Conv2dShape& s, const std::int8_t* e, const std::int8_t* w,
+                                   std::int32_t* dx, void* scratch) {
+  s8::conv2d_backward_input(s8::Micro::kNeon, s, e, w, dx, scratch);
+}
+void conv2d_backward_weights_s8_neon(const Conv2dShape& s, const std::int8_t* x, const std::int8_t* e,
+                                     std::int32_t* g, void* scratch) {
+  s8::conv2d_backward_weights(s8::Micro::kNeon, s, x, e, g, scratch);
+}
+#endif
+#if defined(ZT_HAVE_NEON_DOT)
+void conv2d_forward_s8_neon_dot(const Conv2dShape& s, const std::int8_t* x, const std::int8_t* w, std::int32_t* y,
+                                void* scratch) {
+  s8::conv2d_forward(s8::Micro::kNeonDot, s, x, w, y, scratch);
+}
+void conv2d_backward_input_s8_neon_dot(const Conv2dShape& s, const std::int8_t* e, const std::int8_t* w,
+                                       std::int32_t* dx, void* scratch) {
+  s8::conv2d_backward_input(s8::Micro::kNeonDot, s, e, w, dx, scratch);
+}
+void conv2d_backward_weights_s8_neon_dot(const Conv2dShape& s, const std::int8_t* x, const std::int8_t* e,
+                                         std::int32_t* g, void* scratch) {
+  s8::conv2d_backward_weights(s8::Micro::kNeonDot, s, x, e, g, scratch);
+}
+#endif
+
 Conv2dForwardS8Fn select_conv2d_forward_s8(Isa isa) {
-  return isa == Isa::kReference ? &conv2d_forward_s8_ref : &conv2d_forward_s8_portable;
+  return detail::pick_isa<Conv2dForwardS8Fn>(isa, &conv2d_forward_s8_ref, &conv2d_forward_s8_portable,
+                                             ZT_NEON_FN(conv2d_forward_s8), ZT_NEON_DOT_FN(conv2d_forward_s8));
 }
 Conv2dBackwardInputS8Fn select_conv2d_backward_input_s8(Isa isa) {
-  return isa == Isa::kReference ? &conv2d_backward_input_s8_ref : &conv2d_backward_input_s8_portable;
+  return detail::pick_isa<Conv2dBackwardInputS8Fn>(isa, &conv2d_backward_input_s8_ref, &conv2d_backward_input_s8_portable,
+                                                   ZT_NEON_FN(conv2d_backward_input_s8),
+                                                   ZT_NEON_DOT_FN(conv2d_backward_input_s8));
 }
 Conv2dBackwardWeightsS8Fn select_conv2d_backward_weights_s8(Isa isa) {
-  return isa == Isa::kReference ? &conv2d_backward_weights_s8_ref : &conv2d_backward_weights_s8_portable;
+  return detail::pick_isa<Conv2dBackwardWeightsS8Fn>(isa, &conv2d_backward_weights_s8_ref,
+                                                     &conv2d_backward_weights_s8_portable,
+                                                     ZT_NEON_FN(conv2d_backward_weights_s8),
+                                                     ZT_NEON_DOT_FN(conv2d_backward_weights_s8));
 }
 
 }  // namespace zt::kernels

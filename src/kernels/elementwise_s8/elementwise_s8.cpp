@@ -7,14 +7,13 @@
 
 #include "zotrain/kernels/elementwise_s8.hpp"
 #include "../chunked_parallel.hpp"
+#include "../select_isa.hpp"
 
 namespace zt::kernels {
 namespace {
 
 constexpr std::size_t kParallelMin = std::size_t{1} << 17;  // elements before forking
 constexpr std::size_t kChunk = 16384;                        // elements per work item
-
-bool go_parallel(std::size_t n) { return detail::go_parallel(n, kParallelMin); }
 
 template <class Fn>
 void for_each_chunk(std::size_t n, Fn fn) {
@@ -24,12 +23,7 @@ void for_each_chunk(std::size_t n, Fn fn) {
 // Runs fn(plane) for each plane, in parallel when the planes hold enough elements.
 template <class Fn>
 void for_each_plane(int planes, std::size_t plane_size, Fn fn) {
-  if (!go_parallel(static_cast<std::size_t>(planes) * plane_size)) {
-    for (int p = 0; p < planes; ++p) fn(p);
-    return;
-  }
-#pragma omp parallel for schedule(static)
-  for (int p = 0; p < planes; ++p) fn(p);
+  detail::for_each_item(planes, static_cast<std::size_t>(planes) * plane_size, kParallelMin, fn);
 }
 
 // One plane [h, w] → [oh, ow]. Sizes are by-value parameters: int8 stores may alias anything,
@@ -132,6 +126,30 @@ void maxpool_points_backward_s8(int batch, int points, int channels, const std::
         db[static_cast<std::ptrdiff_t>(best) * channels + c] = dy[static_cast<std::ptrdiff_t>(b) * channels + c];
     }
   }
+}
+
+// The NEON paths exist only in ARM builds (ZT_IF_NEON names them there).
+static bool wants_neon(Isa isa) { return isa == Isa::kNeon || isa == Isa::kNeonDot; }
+
+ReluForwardS8Fn select_relu_forward_s8(Isa isa) {
+  return wants_neon(isa) ? ZT_IF_NEON(&relu_forward_s8_neon, &relu_forward_s8) : &relu_forward_s8;
+}
+ReluBackwardS8Fn select_relu_backward_s8(Isa isa) {
+  return wants_neon(isa) ? ZT_IF_NEON(&relu_backward_s8_neon, &relu_backward_s8) : &relu_backward_s8;
+}
+MaxPool2x2ForwardS8Fn select_maxpool2x2_forward_s8(Isa isa) {
+  return wants_neon(isa) ? ZT_IF_NEON(&maxpool2x2_forward_s8_neon, &maxpool2x2_forward_s8) : &maxpool2x2_forward_s8;
+}
+MaxPool2x2BackwardS8Fn select_maxpool2x2_backward_s8(Isa isa) {
+  return wants_neon(isa) ? ZT_IF_NEON(&maxpool2x2_backward_s8_neon, &maxpool2x2_backward_s8) : &maxpool2x2_backward_s8;
+}
+MaxPoolPointsForwardS8Fn select_maxpool_points_forward_s8(Isa isa) {
+  return wants_neon(isa) ? ZT_IF_NEON(&maxpool_points_forward_s8_neon, &maxpool_points_forward_s8)
+                         : &maxpool_points_forward_s8;
+}
+MaxPoolPointsBackwardS8Fn select_maxpool_points_backward_s8(Isa isa) {
+  return wants_neon(isa) ? ZT_IF_NEON(&maxpool_points_backward_s8_neon, &maxpool_points_backward_s8)
+                         : &maxpool_points_backward_s8;
 }
 
 }  // namespace zt::kernels

@@ -11,33 +11,21 @@
 
 #include "gemm_s8_internal.hpp"
 #include "zotrain/core/error.hpp"
+#include "zotrain/kernels/isa.hpp"
 
 #if defined(__AVX512F__) && defined(__AVX512VNNI__) && !defined(ZT_GENERAL_REGS_ONLY)
 #define ZT_S8_VNNI512 1
 #endif
+// The NEON micro-kernels live in gemm_s8_neon.cpp / gemm_s8_neon_dot.cpp (ARM builds only).
+#if defined(ZT_HAVE_NEON) && !defined(ZT_GENERAL_REGS_ONLY)
+#define ZT_S8_NEON 1
+#if defined(ZT_HAVE_NEON_DOT)
+#define ZT_S8_NEON_DOT 1
+#endif
+#endif
 
 namespace zt::kernels::s8 {
 namespace {
-
-// Writes row m of a finished tile: C = (accumulate ? C : 0) + acc − corr, lanes < n_valid.
-inline void store_row(const MicroArgs& p, int m, const std::int32_t* acc, int lanes) {
-  std::int32_t* c = p.c + m * p.ldc;
-  const std::int32_t corr = p.corr[m];
-  if (p.runs != nullptr) {
-    for (int v = 0; v < lanes / kLanes; ++v)
-      for (int i = 0; i < p.nruns[v]; ++i) {
-        const CanvasRun& r = p.runs[v * kMaxRuns + i];
-        for (int l = 0; l < r.count; ++l) c[r.dst + l] = acc[v * kLanes + r.first + l] - corr;
-      }
-    return;
-  }
-  const int n = std::min(lanes, p.n_valid);
-  if (p.accumulate) {
-    for (int l = 0; l < n; ++l) c[l] = c[l] + (acc[l] - corr);
-  } else {
-    for (int l = 0; l < n; ++l) c[l] = acc[l] - corr;
-  }
-}
 
 // ---- plain loops -------------------------------------------------------------------------
 // MR rows × NV·16 lanes of int32 accumulators; the compiler vectorises the lane loop (NEON:
@@ -66,7 +54,7 @@ void micro_generic(const MicroArgs& p) {
       }
     }
   }
-  for (int m = 0; m < MR; ++m) store_row(p, m, acc[m], kL);
+  for (int m = 0; m < MR; ++m) store_tile_row(p, m, acc[m], kL, p.corr[m]);
 }
 
 // ---- AVX-512 VNNI --------------------------------------------------------------------------
@@ -342,6 +330,18 @@ bool micro_available(Micro m) {
 #else
       return false;
 #endif
+    case Micro::kNeon:
+#ifdef ZT_S8_NEON
+      return isa_available(Isa::kNeon);
+#else
+      return false;
+#endif
+    case Micro::kNeonDot:
+#ifdef ZT_S8_NEON_DOT
+      return isa_available(Isa::kNeonDot);
+#else
+      return false;
+#endif
   }
   return false;
 }
@@ -351,12 +351,26 @@ Micro best_micro() {
   return best;
 }
 
-const char* micro_name(Micro m) { return m == Micro::kVnni512 ? "vnni512" : "generic"; }
+const char* micro_name(Micro m) {
+  switch (m) {
+    case Micro::kGeneric: return "generic";
+    case Micro::kVnni512: return "vnni512";
+    case Micro::kNeon: return "neon";
+    case Micro::kNeonDot: return "neon_dot";
+  }
+  return "unknown";
+}
 
 int max_mr(Micro m, bool rows_a, int nv) {
   if (nv < 1 || nv > kMaxNv) return 0;
 #ifdef ZT_S8_VNNI512
   if (m == Micro::kVnni512) return rows_a ? kVnniRowsMr[nv - 1] : kVnniPackedMr[nv - 1];
+#endif
+#ifdef ZT_S8_NEON
+  if (m == Micro::kNeon) return max_mr_neon(rows_a, nv);
+#endif
+#ifdef ZT_S8_NEON_DOT
+  if (m == Micro::kNeonDot) return max_mr_neon_dot(rows_a, nv);
 #endif
   (void)rows_a;
   return m == Micro::kGeneric ? kGenericMr[nv - 1] : 0;
@@ -364,6 +378,12 @@ int max_mr(Micro m, bool rows_a, int nv) {
 
 void run_micro(Micro m, bool rows_a, int mr, int nv, const MicroArgs& args) {
   ZT_DCHECK(mr >= 1 && mr <= max_mr(m, rows_a, nv));
+#ifdef ZT_S8_NEON
+  if (m == Micro::kNeon) return run_micro_neon(rows_a, mr, nv, args);
+#endif
+#ifdef ZT_S8_NEON_DOT
+  if (m == Micro::kNeonDot) return run_micro_neon_dot(rows_a, mr, nv, args);
+#endif
   const int i = (nv - 1) * kTableMr + (mr - 1);
   MicroFn fn = nullptr;
 #ifdef ZT_S8_VNNI512
@@ -376,6 +396,12 @@ void run_micro(Micro m, bool rows_a, int mr, int nv, const MicroArgs& args) {
 
 void run_dot(Micro m, int ob, int tb, const DotArgs& args) {
   ZT_DCHECK(ob >= 1 && ob <= kDotOb && tb >= 1 && tb <= kDotTb);
+#ifdef ZT_S8_NEON
+  if (m == Micro::kNeon) return run_dot_neon(ob, tb, args);
+#endif
+#ifdef ZT_S8_NEON_DOT
+  if (m == Micro::kNeonDot) return run_dot_neon_dot(ob, tb, args);
+#endif
   const int i = (ob - 1) * kDotTb + (tb - 1);
 #ifdef ZT_S8_VNNI512
   if (m == Micro::kVnni512) {

@@ -36,11 +36,15 @@ inline constexpr std::uint8_t kBias = 0x80;
 inline constexpr int kMaxTerms = 65536;  // products per int32 accumulation (see above)
 inline constexpr int kMaxNv = 4;         // B vectors per micro-tile
 
-// Micro-kernel implementations. kGeneric: plain loops (any CPU; what aarch64 runs);
+// Micro-kernel implementations. kGeneric: plain loops (any CPU);
 // kVnni512: AVX-512 VNNI with GCC vector extensions plus the vpdpbusd and masked-store builtins
 // (no intrinsics header), built only when the compiler targets AVX-512 VNNI and
-// ZT_GENERAL_REGS_ONLY is not defined.
-enum class Micro { kGeneric, kVnni512 };
+// ZT_GENERAL_REGS_ONLY is not defined;
+// kNeon: NEON vmull_s8 + vpadalq_s16 (armv7 and ARMv8.0, gemm_s8_neon.cpp) and kNeonDot: SDOT
+// (ARMv8.2 dot product, gemm_s8_neon_dot.cpp), built for ARM targets (ZT_HAVE_NEON,
+// ZT_HAVE_NEON_DOT) and available when the CPU has them. Both multiply B − 128 directly
+// (B ^ 0x80 read as int8), so they never read corr: the contract's sum is the same.
+enum class Micro { kGeneric, kVnni512, kNeon, kNeonDot };
 bool micro_available(Micro m);
 Micro best_micro();
 const char* micro_name(Micro m);
@@ -98,6 +102,35 @@ void run_dot(Micro m, int ob, int tb, const DotArgs& args);  // 1 ≤ ob ≤ kDo
 
 // Largest MR for NV vectors, per implementation and A mode (rows mode needs a pointer per row).
 int max_mr(Micro m, bool rows_a, int nv);
+
+// The NEON micro-kernels behind run_micro / run_dot / max_mr for Micro::kNeon (gemm_s8_neon.cpp)
+// and Micro::kNeonDot (gemm_s8_neon_dot.cpp); defined only in ARM builds.
+int max_mr_neon(bool rows_a, int nv);
+void run_micro_neon(bool rows_a, int mr, int nv, const MicroArgs& args);
+void run_dot_neon(int ob, int tb, const DotArgs& args);
+int max_mr_neon_dot(bool rows_a, int nv);
+void run_micro_neon_dot(bool rows_a, int mr, int nv, const MicroArgs& args);
+void run_dot_neon_dot(int ob, int tb, const DotArgs& args);
+
+// Writes row m of a finished tile from its `lanes` sums acc[l] (l < lanes, a multiple of 16):
+// C = (accumulate ? C : 0) + acc − corr_m for lanes < n_valid, or the canvas runs when set.
+inline void store_tile_row(const MicroArgs& p, int m, const std::int32_t* acc, int lanes, std::int32_t corr_m) {
+  std::int32_t* c = p.c + m * p.ldc;
+  if (p.runs != nullptr) {
+    for (int v = 0; v < lanes / kLanes; ++v)
+      for (int i = 0; i < p.nruns[v]; ++i) {
+        const CanvasRun& r = p.runs[v * kMaxRuns + i];
+        for (int l = 0; l < r.count; ++l) c[r.dst + l] = acc[v * kLanes + r.first + l] - corr_m;
+      }
+    return;
+  }
+  const int n = lanes < p.n_valid ? lanes : p.n_valid;
+  if (p.accumulate) {
+    for (int l = 0; l < n; ++l) c[l] = c[l] + (acc[l] - corr_m);
+  } else {
+    for (int l = 0; l < n; ++l) c[l] = acc[l] - corr_m;
+  }
+}
 // Runs the (mr, nv) micro-kernel, 1 ≤ mr ≤ max_mr(m, rows_a, nv), 1 ≤ nv ≤ kMaxNv.
 void run_micro(Micro m, bool rows_a, int mr, int nv, const MicroArgs& args);
 

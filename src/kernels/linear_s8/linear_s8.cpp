@@ -21,6 +21,7 @@
 #include "gemm_s8_internal.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/kernels/linear_s8.hpp"
+#include "../select_isa.hpp"
 
 namespace zt::kernels {
 namespace s8 {
@@ -302,14 +303,47 @@ void linear_backward_weights_s8_portable(int B, int N, int K, const std::int8_t*
   s8::linear_backward_weights(s8::best_micro(), B, N, K, e, x, g);
 }
 
+#if defined(ZT_HAVE_NEON)
+void linear_forward_s8_neon(int B, int N, int K, const std::int8_t* x, const std::int8_t* w, std::int32_t* y) {
+  s8::linear_forward(s8::Micro::kNeon, B, N, K, x, w, y);
+}
+void linear_backward_input_s8_neon(int B, int N, int K, const std::int8_t* e, const std::int8_t* w,
+                                   std::int32_t* dx) {
+  s8::linear_backward_input(s8::Micro::kNeon, B, N, K, e, w, dx);
+}
+void linear_backward_weights_s8_neon(int B, int N, int K, const std::int8_t* e, const std::int8_t* x,
+                                     std::int32_t* g) {
+  s8::linear_backward_weights(s8::Micro::kNeon, B, N, K, e, x, g);
+}
+#endif
+#if defined(ZT_HAVE_NEON_DOT)
+void linear_forward_s8_neon_dot(int B, int N, int K, const std::int8_t* x, const std::int8_t* w, std::int32_t* y) {
+  s8::linear_forward(s8::Micro::kNeonDot, B, N, K, x, w, y);
+}
+void linear_backward_input_s8_neon_dot(int B, int N, int K, const std::int8_t* e, const std::int8_t* w,
+                                       std::int32_t* dx) {
+  s8::linear_backward_input(s8::Micro::kNeonDot, B, N, K, e, w, dx);
+}
+void linear_backward_weights_s8_neon_dot(int B, int N, int K, const std::int8_t* e, const std::int8_t* x,
+                                         std::int32_t* g) {
+  s8::linear_backward_weights(s8::Micro::kNeonDot, B, N, K, e, x, g);
+}
+#endif
+
 LinearForwardS8Fn select_linear_forward_s8(Isa isa) {
-  return isa == Isa::kReference ? &linear_forward_s8_ref : &linear_forward_s8_portable;
+  return detail::pick_isa<LinearForwardS8Fn>(isa, &linear_forward_s8_ref, &linear_forward_s8_portable,
+                                             ZT_NEON_FN(linear_forward_s8), ZT_NEON_DOT_FN(linear_forward_s8));
 }
 LinearBackwardInputS8Fn select_linear_backward_input_s8(Isa isa) {
-  return isa == Isa::kReference ? &linear_backward_input_s8_ref : &linear_backward_input_s8_portable;
+  return detail::pick_isa<LinearBackwardInputS8Fn>(isa, &linear_backward_input_s8_ref, &linear_backward_input_s8_portable,
+                                                   ZT_NEON_FN(linear_backward_input_s8),
+                                                   ZT_NEON_DOT_FN(linear_backward_input_s8));
 }
 LinearBackwardWeightsS8Fn select_linear_backward_weights_s8(Isa isa) {
-  return isa == Isa::kReference ? &linear_backward_weights_s8_ref : &linear_backward_weights_s8_portable;
+  return detail::pick_isa<LinearBackwardWeightsS8Fn>(isa, &linear_backward_weights_s8_ref,
+                                                     &linear_backward_weights_s8_portable,
+                                                     ZT_NEON_FN(linear_backward_weights_s8),
+                                                     ZT_NEON_DOT_FN(linear_backward_weights_s8));
 }
 
 }  // namespace zt::kernels

@@ -11,6 +11,7 @@
 #include "zotrain/core/rng.hpp"
 #include "zotrain/kernels/perturb_s8.hpp"
 #include "../chunked_parallel.hpp"
+#include "../select_isa.hpp"
 #include "zotrain/kernels/quant.hpp"
 
 namespace zt::kernels {
@@ -104,11 +105,13 @@ void zo_update_s8_portable(std::int8_t* theta, std::size_t n, std::uint32_t firs
 }
 
 PerturbS8Fn select_perturb_s8(Isa isa) {
-  return isa == Isa::kReference ? &perturb_s8_ref : &perturb_s8_portable;
+  return detail::pick_isa<PerturbS8Fn>(isa, &perturb_s8_ref, &perturb_s8_portable, ZT_NEON_FN(perturb_s8),
+                                       ZT_NEON_FN(perturb_s8));
 }
 
 ZoUpdateS8Fn select_zo_update_s8(Isa isa) {
-  return isa == Isa::kReference ? &zo_update_s8_ref : &zo_update_s8_portable;
+  return detail::pick_isa<ZoUpdateS8Fn>(isa, &zo_update_s8_ref, &zo_update_s8_portable, ZT_NEON_FN(zo_update_s8),
+                                        ZT_NEON_FN(zo_update_s8));
 }
 
 }  // namespace zt::kernels

@@ -1,0 +1,39 @@
+// NEON int8 micro-kernels for armv7 and ARMv8.0 (Cortex-A53): widening multiplies vmull_s8 give
+// 8 int16 products (2 lanes × 4 terms), vpadalq_s16 adds them pairwise into int32 — no two
+// products ever share an int16 (2 · (−128)² = 32768 would not fit). A lane's 4-term sum is kept
+// as two int32 halves until the end (pair_sums). The tile loops are gemm_s8_neon_impl.hpp.
+#include "gemm_s8_neon_impl.hpp"
+
+namespace zt::kernels::s8 {
+namespace {
+
+struct Mull {
+  static constexpr int kRegs4 = 2;  // [lane 0 half a, half b, lane 1 a, b], then lanes 2, 3
+  static void step4(int32x4_t* acc, int8x16_t b, int8x16_t a) {
+    acc[0] = vpadalq_s16(acc[0], vmull_s8(vget_low_s8(b), vget_low_s8(a)));
+#if defined(__aarch64__)
+    acc[1] = vpadalq_s16(acc[1], vmull_high_s8(b, a));
+#else
+    acc[1] = vpadalq_s16(acc[1], vmull_s8(vget_high_s8(b), vget_high_s8(a)));
+#endif
+  }
+  static int32x4_t finish4(const int32x4_t* acc) { return neon::pair_sums(acc[0], acc[1]); }
+  // MR·NV·8 accumulators + 4·NV B registers + a broadcast: 32 registers on aarch64, 16 on armv7.
+  static constexpr int max_mr(bool, int nv) {
+#if defined(__aarch64__)
+    return nv == 1 ? 3 : (nv == 2 ? 1 : 0);
+#else
+    return nv == 1 ? 1 : 0;
+#endif
+  }
+};
+
+using K = neon::Kernels<Mull>;
+
+}  // namespace
+
+int max_mr_neon(bool rows_a, int nv) { return nv >= 1 && nv <= kMaxNv ? Mull::max_mr(rows_a, nv) : 0; }
+void run_micro_neon(bool rows_a, int mr, int nv, const MicroArgs& args) { K::run_micro(rows_a, mr, nv, args); }
+void run_dot_neon(int ob, int tb, const DotArgs& args) { K::run_dot(ob, tb, args); }
+
+}  // namespace zt::kernels::s8

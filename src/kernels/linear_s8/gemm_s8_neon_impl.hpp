@@ -1,0 +1,185 @@
+// Internal to the NEON int8 micro-kernels: the tile loops shared by gemm_s8_neon.cpp (vmull_s8 +
+// vpadalq_s16, armv7 and ARMv8.0) and gemm_s8_neon_dot.cpp (SDOT), which differ only in the
+// product policy P. Included only by *_neon*.cpp files (it includes <arm_neon.h>).
+//
+// A policy multiplies 16 int8 values of B (4 lanes × a quad) by 16 of A (a broadcast word, or
+// the matching e bytes) into P::kRegs4 int32x4 accumulators per 4 lanes:
+//   step4(acc, b, a)  acc += the 4-term products of each lane, in whatever partial form P keeps
+//   finish4(acc)      the 4 lane sums
+// B bytes are stored biased (value + 128); the kernels undo it with an xor and multiply the true
+// int8 values, so the micro-kernel results need no correction (MicroArgs::corr is not read).
+// Int8 products are at most 2^14 and every pairwise or 4-way sum is formed in int32 (never two
+// products in an int16), so the kernels stay exact under the same kMaxTerms bound as the others.
+#pragma once
+
+#include <arm_neon.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+#include "gemm_s8_internal.hpp"
+#include "zotrain/core/error.hpp"
+
+namespace zt::kernels::s8::neon {
+
+// 16 bytes of a biased operand as their int8 values.
+inline int8x16_t load_unbiased(const std::uint8_t* p) {
+  return vreinterpretq_s8_u8(veorq_u8(vld1q_u8(p), vdupq_n_u8(kBias)));
+}
+// The 4 bytes at p (any alignment) repeated over 16 bytes.
+inline int8x16_t broadcast_word(const std::int8_t* p) {
+  std::int32_t w;
+  std::memcpy(&w, p, sizeof w);
+  return vreinterpretq_s8_s32(vdupq_n_s32(w));
+}
+// [x0 + x1, x2 + x3, y0 + y1, y2 + y3].
+inline int32x4_t pair_sums(int32x4_t x, int32x4_t y) {
+#if defined(__aarch64__)
+  return vpaddq_s32(x, y);
+#else
+  return vcombine_s32(vpadd_s32(vget_low_s32(x), vget_high_s32(x)), vpadd_s32(vget_low_s32(y), vget_high_s32(y)));
+#endif
+}
+
+// Table sizes: the dispatch tables cover MR ≤ kMaxMr.
+inline constexpr int kMaxMr = 8;
+
+template <class P>
+struct Kernels {
+  static constexpr int R = P::kRegs4;  // accumulators per 4 lanes
+
+  // ---- micro-kernel (see MicroArgs) -------------------------------------------------------
+  template <bool kRows, int MR, int NV>
+  static void micro(const MicroArgs& p) {
+    int32x4_t acc[MR][NV][4 * R];
+#pragma GCC unroll 8
+    for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v)
+#pragma GCC unroll 16
+        for (int j = 0; j < 4 * R; ++j) acc[m][v][j] = vdupq_n_s32(0);
+    const auto step = [&](const std::uint8_t* bq, const auto& a_of) {
+      int8x16_t b[NV][4];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v)
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) b[v][j] = load_unbiased(bq + v * p.b_vec + 16 * j);
+#pragma GCC unroll 8
+      for (int m = 0; m < MR; ++m) {
+        const int8x16_t a = broadcast_word(a_of(m));
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v)
+#pragma GCC unroll 4
+          for (int j = 0; j < 4; ++j) P::step4(&acc[m][v][j * R], b[v][j], a);
+      }
+    };
+    const int nq_main = kRows && p.a_tail != nullptr ? p.nq - 1 : p.nq;
+    const auto b_at = [&](int q) { return p.b + (p.b_off != nullptr ? p.b_off[q] : q * p.b_step); };
+    if constexpr (kRows) {
+      const std::int8_t* rows[MR];
+#pragma GCC unroll 8
+      for (int m = 0; m < MR; ++m) rows[m] = p.a_rows[m];
+      for (int q = 0; q < nq_main; ++q) step(b_at(q), [&](int m) { return rows[m] + q * p.a_step; });
+      if (nq_main < p.nq) step(b_at(nq_main), [&](int m) { return p.a_tail + 4 * m; });
+    } else {
+      const std::int8_t* aq = p.a;
+      for (int q = 0; q < p.nq; ++q, aq += p.a_step) step(b_at(q), [&](int m) { return aq + 4 * m; });
+    }
+    // Lane sums; full vectors of a plain store go straight out, the rest through the shared
+    // scalar store.
+#pragma GCC unroll 8
+    for (int m = 0; m < MR; ++m) {
+      int32x4_t out[NV][4];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v)
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) out[v][j] = P::finish4(&acc[m][v][j * R]);
+      if (p.runs == nullptr && NV * kLanes <= p.n_valid) {
+        std::int32_t* c = p.c + m * p.ldc;
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v)
+#pragma GCC unroll 4
+          for (int j = 0; j < 4; ++j) {
+            std::int32_t* cj = c + v * kLanes + 4 * j;
+            vst1q_s32(cj, p.accumulate ? vaddq_s32(vld1q_s32(cj), out[v][j]) : out[v][j]);
+          }
+      } else {
+        std::int32_t t[NV * kLanes];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v)
+#pragma GCC unroll 4
+          for (int j = 0; j < 4; ++j) vst1q_s32(t + v * kLanes + 4 * j, out[v][j]);
+        store_tile_row(p, m, t, NV * kLanes, 0);
+      }
+    }
+  }
+
+  // ---- vector dot tile (see DotArgs) ---------------------------------------------------------
+  // part gets Σ x·e with x biased: Σ (x − 128)·e + 128·Σ e, both exact in int32 lanes.
+  template <int OB, int TB>
+  static void dot(const DotArgs& p) {
+    for (int o = 0; o < OB; ++o) {
+      const std::int8_t* e = p.e[o];
+      for (int c = 0; c < 4; ++c) {  // lanes 4c .. 4c + 3
+        int32x4_t acc[TB][R];
+#pragma GCC unroll 4
+        for (int t = 0; t < TB; ++t)
+#pragma GCC unroll 2
+          for (int j = 0; j < R; ++j) acc[t][j] = vdupq_n_s32(0);
+        int32x4_t esum = vdupq_n_s32(0);
+        for (int i = 0; i < p.steps; ++i) {
+          const ptrdiff_t at = kVecBytes * static_cast<ptrdiff_t>(i) + 16 * c;
+          const int8x16_t ev = vld1q_s8(e + at);
+          esum = vpadalq_s16(esum, vpaddlq_s8(ev));
+#pragma GCC unroll 4
+          for (int t = 0; t < TB; ++t) P::step4(acc[t], load_unbiased(p.x[t] + at), ev);
+        }
+        const int32x4_t bias = vshlq_n_s32(esum, 7);
+#pragma GCC unroll 4
+        for (int t = 0; t < TB; ++t) {
+          std::int32_t* dst = p.part + (static_cast<ptrdiff_t>(o) * p.ld + t) * kLanes + 4 * c;
+          vst1q_s32(dst, vaddq_s32(vld1q_s32(dst), vaddq_s32(P::finish4(acc[t]), bias)));
+        }
+      }
+    }
+  }
+
+  // ---- dispatch tables -----------------------------------------------------------------------
+  using MicroFn = void (*)(const MicroArgs&);
+  using DotFn = void (*)(const DotArgs&);
+
+  template <bool kRows, int I>
+  static constexpr MicroFn micro_entry() {
+    constexpr int mr = I % kMaxMr + 1, nv = I / kMaxMr + 1;
+    if constexpr (mr <= P::max_mr(kRows, nv))
+      return &micro<kRows, mr, nv>;
+    else
+      return nullptr;
+  }
+  template <bool kRows, int... I>
+  static constexpr auto micro_table(std::integer_sequence<int, I...>) {
+    return std::array<MicroFn, sizeof...(I)>{micro_entry<kRows, I>()...};
+  }
+  template <int... I>
+  static constexpr auto dot_table(std::integer_sequence<int, I...>) {
+    return std::array<DotFn, sizeof...(I)>{&dot<I / kDotTb + 1, I % kDotTb + 1>...};
+  }
+
+  static void run_micro(bool rows_a, int mr, int nv, const MicroArgs& args) {
+    static constexpr auto kPacked = micro_table<false>(std::make_integer_sequence<int, kMaxMr * kMaxNv>{});
+    static constexpr auto kRowsT = micro_table<true>(std::make_integer_sequence<int, kMaxMr * kMaxNv>{});
+    ZT_CHECK(nv >= 1 && nv <= kMaxNv && mr >= 1 && mr <= P::max_mr(rows_a, nv));
+    const int i = (nv - 1) * kMaxMr + (mr - 1);
+    (rows_a ? kRowsT[i] : kPacked[i])(args);
+  }
+  static void run_dot(int ob, int tb, const DotArgs& args) {
+    static constexpr auto kTable = dot_table(std::make_integer_sequence<int, kDotOb * kDotTb>{});
+    ZT_CHECK(ob >= 1 && ob <= kDotOb && tb >= 1 && tb <= kDotTb);
+    kTable[(ob - 1) * kDotTb + (tb - 1)](args);
+  }
+};
+
+}  // namespace zt::kernels::s8::neon

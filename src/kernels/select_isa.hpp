@@ -1,0 +1,37 @@
+// Internal to the kernels: the select_*(Isa) switch, written once. A NEON function is named only
+// in builds that have it (ZT_HAVE_NEON, ZT_HAVE_NEON_DOT), so x86 builds reference no undefined
+// symbol: ZT_IF_NEON(a, b) is a there and b elsewhere. For a family named f_ref, f_portable,
+// f_neon (and f_neon_dot where the dot product changes anything):
+//   ZT_NEON_FN(f)      &f_neon where built, else &f_portable
+//   ZT_NEON_DOT_FN(f)  &f_neon_dot where built, else ZT_NEON_FN(f)
+#pragma once
+
+#include "zotrain/kernels/isa.hpp"
+
+#if defined(ZT_HAVE_NEON)
+#define ZT_IF_NEON(a, b) a
+#else
+#define ZT_IF_NEON(a, b) b
+#endif
+#if defined(ZT_HAVE_NEON_DOT)
+#define ZT_IF_NEON_DOT(a, b) a
+#else
+#define ZT_IF_NEON_DOT(a, b) b
+#endif
+#define ZT_NEON_FN(f) ZT_IF_NEON(&f##_neon, &f##_portable)
+#define ZT_NEON_DOT_FN(f) ZT_IF_NEON_DOT(&f##_neon_dot, ZT_NEON_FN(f))
+
+namespace zt::kernels::detail {
+
+template <class Fn>
+constexpr Fn pick_isa(Isa isa, Fn ref, Fn portable, Fn neon, Fn neon_dot) {
+  switch (isa) {
+    case Isa::kReference: return ref;
+    case Isa::kPortable: return portable;
+    case Isa::kNeon: return neon;
+    case Isa::kNeonDot: return neon_dot;
+  }
+  return portable;
+}
+
+}  // namespace zt::kernels::detail
