@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bench.hpp"
 #include "zotrain/config/config.hpp"
 #include "zotrain/data/synthetic_points.hpp"
 #include "zotrain/core/error.hpp"
@@ -77,6 +78,36 @@ int main(int argc, char** argv) {
   app.add_option("--synthetic-test", synth.test_per_class, "Synthetic set: test samples per class")
       ->capture_default_str();
   app.add_option("--synthetic-seed", synth.seed, "Synthetic set: seed")->capture_default_str();
+  zt::cli::BenchOptions bench_opt;
+  CLI::App* bench = app.add_subcommand(
+      "bench",
+      "Micro-benchmark for the board: throughput of every kernel path (reference, portable, neon,\n"
+      "neon-dot where available) on the LeNet-5 and PointNet shapes, per-phase step times of FP32\n"
+      "and int8 training steps (LeNet-5, synthetic input, no data files) and the int8/FP32 ratio.");
+  bench->add_option("-t,--threads", bench_opt.threads, "Threads (0 = all cores)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  bench->add_flag("--quick", bench_opt.quick, "One call per figure and tiny batches (smoke test; figures meaningless)");
+  bench->add_flag("--json", bench_opt.json, "Print one JSON object instead of the tables");
+  bench->add_option("--only", bench_opt.only, "Only one part: kernels or steps")
+      ->check(CLI::IsMember({"kernels", "steps"}));
+  bench->add_option("--run-steps", bench_opt.run_steps,
+                    "Run exactly N training steps of --method/--precision and nothing else "
+                    "(scripts/count-insns.sh)")
+      ->type_name("N")
+      ->check(CLI::NonNegativeNumber);
+  bench->add_option("--method", bench_opt.method, "--run-steps: full_bp, full_zo, cls1 or cls2")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"full_bp", "full_zo", "cls1", "cls2"}));
+  bench->add_option("--precision", bench_opt.precision, "--run-steps: fp32 or int8")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "int8"}));
+  bench->add_option("--batch", bench_opt.batch, "--run-steps: batch size (default: FP32 32, int8 256)")
+      ->check(CLI::PositiveNumber);
+  bench->footer(
+      "The kernel path the trainers use is the fastest available one; ZT_ISA=reference|portable|neon|\n"
+      "neon-dot forces another (e.g. ZT_ISA=portable zotrain bench --only steps). Timings under qemu\n"
+      "mean nothing; scripts/count-insns.sh counts instructions there instead.");
   app.set_version_flag("-V,--version", std::string("zotrain ") + ZT_VERSION + " (kernels: " +
                                             zt::kernels::isa_name(zt::kernels::best_isa()) + ")");
   try {
@@ -89,6 +120,7 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("[%H:%M:%S] %^%l%$ %v");
 
   try {
+    if (bench->parsed()) return zt::cli::run_bench(bench_opt);
     if (!synthetic_dir.empty()) {
       zt::data::write_synthetic_modelnet(synthetic_dir, synth);
       spdlog::info("wrote {} classes x ({} train + {} test) point clouds of {} points to {}",
