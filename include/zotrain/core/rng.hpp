@@ -49,9 +49,11 @@ class SplitMix64 {
   std::uint64_t next() { return mix64(state_ += 0x9e3779b97f4a7c15ULL); }
   // Uniform in [0, 1) with 24 bits of resolution (exact in float).
   float uniform() { return static_cast<float>(next() >> 40) * (1.0f / 16777216.0f); }
-  // Uniform integer in [0, n), n > 0 (Lemire's multiply-shift; bias < 2^-32 for small n).
+  // Uniform integer in [0, n), n > 0 (Lemire's multiply-shift; bias < 2^-32 for small n):
+  // (r * n) >> 32 for a 32-bit r, computed exactly in 64-bit halves (no __int128 on 32-bit ARM).
   std::uint64_t below(std::uint64_t n) {
-    return static_cast<std::uint64_t>((static_cast<unsigned __int128>(next() >> 32) * n) >> 32);
+    const std::uint64_t r = next() >> 32;
+    return r * (n >> 32) + ((r * (n & 0xffffffffU)) >> 32);
   }
   std::uint64_t state() const { return state_; }
 
