@@ -39,7 +39,7 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
     "train small neural networks on ARM boards with zeroth-order optimisation")
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
-    "${CPACK_PACKAGE_DESCRIPTION_SUMMARY}\nzotrain trains LeNet-5 and PointNet (FP32 or int8) on MNIST, Fashion-MNIST or\nModelNet40 with ElasticZO: the first layers by zeroth-order optimisation (about\nthe memory of inference), the last ones by backprop. It reports accuracy,\nper-phase time and memory. Built for small boards such as the Raspberry Pi Zero 2 W.")
+    "zotrain trains LeNet-5 and PointNet (FP32 or int8) on MNIST, Fashion-MNIST or\nModelNet40 with ElasticZO: the first layers by zeroth-order optimisation (about\nthe memory of inference), the last ones by backprop. It reports accuracy,\nper-phase time and memory. Built for small boards such as the Raspberry Pi Zero 2 W.")
 set(ZT_PACKAGE_MAINTAINER "zotrain developers <zotrain@invalid>" CACHE STRING
     "Maintainer field of the .deb packages")
 set(CPACK_PACKAGE_CONTACT "${ZT_PACKAGE_MAINTAINER}")
