@@ -22,7 +22,7 @@ Int8Net::Int8Net(std::string arch, Shape input, std::vector<Int8Layer> layers, k
     parametric_.push_back(static_cast<int>(i));
   }
   // The ZO perturbation indexes weights with 32-bit counters.
-  ZT_CHECK(offset < (std::size_t{1} << 32));
+  ZT_CHECK(static_cast<std::uint64_t>(offset) < (std::uint64_t{1} << 32));
   weights_.assign(offset, 0);
   linear_fwd_ = kernels::select_linear_forward_s8(isa);
   linear_bwd_in_ = kernels::select_linear_backward_input_s8(isa);
