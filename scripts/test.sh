@@ -70,7 +70,7 @@ if [[ "${mode}" != host ]]; then
         echo "== ${arch}: the same build, tests under qemu -cpu ${cpu} =="
       fi
       # The host binary lets the cross tests check that int8 weights are bit-identical across
-      # architectures (tests/cli/same_weights.cmake).
+      # architectures (tests/cli/host_vs_target.cmake).
       cmake --preset "${arch}" -DZT_WERROR=ON "-DZT_HOST_ZOTRAIN=${repo}/build/host/zotrain" \
             "-DZT_QEMU_CPU=${cpu}" >/dev/null
       cmake --build --preset "${arch}" -j "${jobs}"
