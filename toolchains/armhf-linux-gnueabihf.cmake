@@ -4,7 +4,8 @@
 # multiarch, whose armhf set cannot be installed beside the host's (see install-deps.sh).
 # The compiler keeps its own libc headers and start files (/usr/arm-linux-gnueabihf); the
 # sysroot supplies everything else, at link time and, through qemu -L, at run time.
-# Tests run under qemu; pick the emulated CPU with -DZT_QEMU_CPU=cortex-a7|cortex-a53.
+# Tests run under qemu; pick the emulated CPU with -DZT_QEMU_CPU=cortex-a7|max (qemu-arm 7.2 has no
+# cortex-a53 model; max is an ARMv8 core in AArch32 state, as a Cortex-A53 runs a 32-bit OS).
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR armv7l)
 set(CMAKE_C_COMPILER arm-linux-gnueabihf-gcc)
