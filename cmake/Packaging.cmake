@@ -2,8 +2,8 @@
 # zotrain_<version>_<arch>.deb (amd64, arm64 or armhf, from the build's target) holding
 # usr/bin/zotrain, its man page (generated from `zotrain --help`, cmake/manpage.cmake), the example
 # configs and the bundled MNIST subset. Depends: dpkg-shlibdeps where the target's libraries are
-# installed packages (host, arm64 multiarch); for a sysroot build (armhf) computed from the
-# sysroot packages' shlibs files (cmake/deb_depends.cmake), since dpkg knows nothing of them.
+# installed packages (the host build); for a cross build, computed from its sysroot packages'
+# shlibs files (cmake/deb_depends.cmake), since dpkg knows nothing of them.
 # tests/CMakeLists.txt's package.deb test builds the package and checks it (cmake/check_deb.cmake).
 
 # ---- man page: run the built binary (through the emulator when cross-compiling) ------------
