@@ -4,11 +4,11 @@
 The opponent zotrain's speed and accuracy are measured against. It is written the way a
 competent PyTorch user would write it, and made fast where that is cheap to do:
 
-* Same model as zotrain (SPEC section 2): conv1 1->6 5x5 pad 2, ReLU, maxpool 2, conv2 6->16
+* Same model as zotrain (docs/design.md §2): conv1 1->6 5x5 pad 2, ReLU, maxpool 2, conv2 6->16
   5x5 pad 2, ReLU, maxpool 2, flatten 784, fc1 784->120, ReLU, fc2 120->84, ReLU, fc3 84->10;
   107,786 parameters; PyTorch's default initialisation.
 * Full BP: forward, backward, torch.optim.SGD (no momentum, no weight decay).
-* Full ZO / ElasticZO (SPEC section 4, MeZO seed trick): per step draw a seed s;
+* Full ZO / ElasticZO (docs/design.md §4, MeZO seed trick): per step draw a seed s;
   theta += eps*z, forward -> l+; theta -= 2*eps*z, forward -> l-; g = (l+ - l-)/(2 eps) clipped
   to +-grad_clip; theta += (eps - lr*g)*z. z is never stored: it is regenerated from s for each
   of the three passes with a torch.Generator and torch.randn(generator=...), parameter by

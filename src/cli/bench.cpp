@@ -231,9 +231,9 @@ void add_conv(std::vector<KernelCase>& cases, Buffers& buf, const std::string& n
                    }});
 }
 
-// The cases, grouped by family. LeNet-5 at batch B (SPEC 2; the int8 network has the same
-// shapes); PointNet's per-point layers on `rows` rows (the lean plan streams chunks of samples ×
-// points through them) and its head at batch B.
+// The cases, grouped by family. LeNet-5 at batch B (docs/design.md §2; the int8 network has the
+// same shapes); PointNet's per-point layers on `rows` rows (the lean plan streams chunks of samples
+// × points through them) and its head at batch B.
 std::vector<KernelCase> kernel_cases(Buffers& buf, int B, int rows, int threads) {
   std::vector<KernelCase> cases;
   const Conv2dShape c1{B, 1, 28, 28, 6, 5, 2}, c2{B, 6, 14, 14, 16, 5, 2};

@@ -83,7 +83,7 @@ const std::vector<Key>& schema() {
       {"model.arch", Type::kEnum, ZT_FIELD(model.arch), {}, {"lenet5", "pointnet"},
        "network: lenet5 (images) | pointnet (point clouds; data.points per sample)"},
       {"model.precision", Type::kEnum, ZT_FIELD(model.precision), {}, {"fp32", "int8"},
-       "arithmetic of training: fp32 | int8 = NITI integer training (SPEC 5)"},
+       "arithmetic of training: fp32 | int8 = NITI integer training (docs/design.md §5)"},
       {"method.name", Type::kEnum, ZT_FIELD(method.name), {},
        {"full_bp", "full_zo", "elastic_zo"}, "training algorithm"},
       {"method.partition", Type::kPartition, ZT_FIELD(method.partition), {}, {},

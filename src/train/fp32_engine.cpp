@@ -1,4 +1,4 @@
-// The FP32 engine: Fp32Trainer on a Model (SPEC section 4).
+// The FP32 engine: Fp32Trainer on a Model (docs/design.md §4).
 #include <cstring>
 #include <string>
 

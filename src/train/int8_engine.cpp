@@ -1,4 +1,4 @@
-// The int8 engine: Int8Trainer on an Int8Net (SPEC sections 5–6). The training step itself is
+// The int8 engine: Int8Trainer on an Int8Net (docs/design.md §5–6). The training step itself is
 // integer-only code (Int8Trainer, kernels); this file converts the config's schedules to
 // integers, reports float losses and compares the integer sign with the float one.
 #include <cmath>
@@ -173,8 +173,8 @@ class Int8Engine final : public Engine {
 
  private:
   // Batch `index` of `src` as int8 input in x8_ (exponent x_exp_): images p >> 1 with exponent
-  // −7 (SPEC 5.6); point coordinates (inside the unit sphere, jitter ≤ 0.05) round(x · 2^6)
-  // clamped to ±127 with exponent −6, fixed, so no statistic of the batch is needed.
+  // −7 (docs/design.md §5.6); point coordinates (inside the unit sphere, jitter ≤ 0.05) round(x ·
+  // 2^6) clamped to ±127 with exponent −6, fixed, so no statistic of the batch is needed.
   int load_input(BatchSource& src, int index) {
     int n;
     if (points_) {

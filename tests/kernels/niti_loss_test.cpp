@@ -1,7 +1,7 @@
 // Integer loss ends of an int8 step. xent_error_s8: exact against an in-test transcription of
-// SPEC 5.4 (both branches, the StoShift words), Σ_j P_j = 0, and — averaged over many StoShift
-// draws — close to 2^11/16 · (softmax − onehot) computed here in double. zo_sign_s8: exactly
-// antisymmetric, and agreeing with the sign of the float cross-entropy difference on random
+// docs/design.md §5.4 (both branches, the StoShift words), Σ_j P_j = 0, and — averaged over many
+// StoShift draws — close to 2^11/16 · (softmax − onehot) computed here in double. zo_sign_s8:
+// exactly antisymmetric, and agreeing with the sign of the float cross-entropy difference on random
 // cases. Tests may use floating point; the kernels are integer only.
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@
 namespace zt::kernels {
 namespace {
 
-// ---- in-test transcription of SPEC 5.4 -------------------------------------------------------
+// ---- in-test transcription of docs/design.md §5.4 ------------------------------------------
 
 // P_j for one sample (Σ_j P_j = 0 by construction), with the header's exponent clamps.
 std::vector<std::int64_t> spec_p(const std::int8_t* a, int classes, int e, int label) {

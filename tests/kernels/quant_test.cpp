@@ -1,5 +1,5 @@
-// Int8 (NITI) quantisation tests: the SPEC 5.2 rounding vectors, requantisation and the b-bit
-// weight update on hand-computed cases, and every path bit-exact against the reference over a
+// Int8 (NITI) quantisation tests: the docs/design.md §5.2 rounding vectors, requantisation and the
+// b-bit weight update on hand-computed cases, and every path bit-exact against the reference over a
 // sweep of sizes (guard bytes after outputs, 1 and several threads). Integer results are exact.
 #include <gtest/gtest.h>
 
@@ -51,7 +51,7 @@ std::vector<std::int8_t> random_s8(std::size_t n, std::uint64_t seed) {
   return v;
 }
 
-// ---- the rounding helpers (SPEC 5.2 test vectors) ---------------------------------------------
+// ---- the rounding helpers (docs/design.md §5.2 test vectors) -------------------------------
 
 TEST(QuantRounding, BitlenAndMagnitude) {
   EXPECT_EQ(bitlen(0), 0);
@@ -267,7 +267,7 @@ TEST_P(QuantS8Test, UpdateWeightsClampsAtPlusMinus127) {
 TEST_P(QuantS8Test, UpdateWeightsPstoShiftPath) {
   const auto up = select_update_weights_s8(GetParam());
   // max |g| = 100: b = 7, bits = 5 → s = 2. PstoShift(·, 2) adds 1 to |x| >> 2 exactly when
-  // |x| mod 4 = 2 (P = r >> 1 > R = r & 1), as in the SPEC vector 0 0 1 0 1 1 2 1.
+  // |x| mod 4 = 2 (P = r >> 1 > R = r & 1), as in the reference vector 0 0 1 0 1 1 2 1.
   std::vector<std::int8_t> w = {0, 0, 0, 0, 0, 0, 0, 0, 50, -127};
   const std::vector<std::int32_t> g = {100, -100, 5, 6, -6, 7, 3, 2, -7, 99};
   EXPECT_EQ(up(w.data(), g.data(), w.size(), 5), 2);

@@ -152,16 +152,16 @@ INSTANTIATE_TEST_SUITE_P(Paths, LayerGradTest, ::testing::Values(Isa::kReference
 
 TEST(LeNet5, ShapesAndParameterCounts) {
   auto m = make_lenet5(kernels::best_isa());
-  EXPECT_EQ(m->num_params(), 107786u);  // SPEC section 2
+  EXPECT_EQ(m->num_params(), 107786u);  // docs/design.md §2
   EXPECT_EQ(m->num_parametric(), 5);
   EXPECT_EQ(m->output_shape(m->size() - 1), (Shape{{10}}));
   // Per-parametric-layer counts come from the layer shapes.
   const std::size_t expect[5] = {156, 2416, 94200, 10164, 850};
   for (int p = 0; p < 5; ++p) EXPECT_EQ(m->num_params_of_range(p, p + 1), expect[p]) << p;
-  // ZO parameter counts of the named settings (SPEC section 3).
+  // ZO parameter counts of the named settings (docs/design.md §3).
   EXPECT_EQ(m->num_params_of_range(0, 3), 96772u);   // ZO-Feat-Cls1, C = L−2
   EXPECT_EQ(m->num_params_of_range(0, 4), 106936u);  // ZO-Feat-Cls2, C = L−1
-  // 18,058 activation elements per sample (SPEC section 7).
+  // 18,058 activation elements per sample (docs/design.md §7).
   std::size_t acts = 0;
   for (const auto& f : m->footprint()) acts += f.out_per_sample;
   EXPECT_EQ(acts, 18058u);

@@ -1,4 +1,4 @@
-// PointNet (SPEC section 2) and its layers' behaviour beyond the gradient checks in
+// PointNet (docs/design.md §2) and its layers' behaviour beyond the gradient checks in
 // layers_test.cpp: parameter counts per θ_l (BatchNorm joins its linear layer), shapes,
 // partition boundaries, initialisation, BatchNorm train/eval and running statistics, max-pool
 // over points routing, and an end-to-end gradient check of the whole model.
@@ -23,7 +23,7 @@ namespace {
 
 using kernels::Isa;
 
-// Widths of the point MLP and the head, as SPEC section 2 states them.
+// Widths of the point MLP and the head, as docs/design.md §2 states them.
 constexpr std::size_t kMlp[6] = {3, 64, 64, 64, 128, 1024};
 constexpr std::size_t kHead[4] = {1024, 512, 256, 40};
 
@@ -36,7 +36,7 @@ TEST(PointNet, ShapesAndParameterCounts) {
   auto m = make_pointnet(1024, kernels::best_isa());
   EXPECT_EQ(m->arch(), "pointnet");
   EXPECT_EQ(m->input_shape(), (Shape{{1024, 3}}));
-  EXPECT_EQ(m->num_params(), 816744u);  // SPEC section 2
+  EXPECT_EQ(m->num_params(), 816744u);  // docs/design.md §2
   ASSERT_EQ(m->num_parametric(), 8);
   std::size_t weights = 0, bn = 0, head = 0;
   for (int p = 0; p < 8; ++p) {
@@ -51,7 +51,7 @@ TEST(PointNet, ShapesAndParameterCounts) {
   EXPECT_EQ(weights, 147648u);
   EXPECT_EQ(bn, 2688u);
   EXPECT_EQ(head, 666408u);
-  // ZO parameter counts of the named settings (SPEC section 3).
+  // ZO parameter counts of the named settings (docs/design.md §3).
   EXPECT_EQ(m->num_params_of_range(0, 6), 675136u);  // ZO-Feat-Cls1, C = L−2
   EXPECT_EQ(m->num_params_of_range(0, 7), 806464u);  // ZO-Feat-Cls2, C = L−1
   // Output shapes layer by layer.

@@ -1,4 +1,4 @@
-// The paper's memory figures (SPEC section 7) computed from LeNet-5's layer shapes.
+// The paper's memory figures (docs/design.md §7) computed from LeNet-5's layer shapes.
 #include <gtest/gtest.h>
 
 #include "zotrain/nn/int8_setup.hpp"
@@ -67,7 +67,7 @@ TEST(PaperMemory, ErrorsOfTheBackpropSegment) {
   EXPECT_EQ(paper_memory(lenet(Precision::kFp32), 1, 4, false, Precision::kFp32).errors, 10u * 4);
 }
 
-// PointNet FP32, B = 32, N = 1024 (SPEC section 7): every linear, BatchNorm, ReLU and the
+// PointNet FP32, B = 32, N = 1024 (docs/design.md §7): every linear, BatchNorm, ReLU and the
 // max-pool has its own output buffer; BN's γ, β count in θ_l (and g when θ_l is backpropagated).
 std::size_t pointnet_total(int c, int batch = 32) {
   return paper_memory(nn::make_pointnet(1024, kernels::Isa::kReference)->footprint(), batch, c,

@@ -1,5 +1,5 @@
-// Int8 training (SPEC 5–6): a step is exact integer arithmetic, so the weights after N steps
-// are identical for any thread count; each method changes only the weights it owns.
+// Int8 training (docs/design.md §5–6): a step is exact integer arithmetic, so the weights after N
+// steps are identical for any thread count; each method changes only the weights it owns.
 #include <gtest/gtest.h>
 
 #include <vector>

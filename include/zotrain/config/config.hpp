@@ -22,7 +22,7 @@ struct DataConfig {
 };
 struct ModelConfig {
   std::string arch = "lenet5";         // lenet5 | pointnet
-  std::string precision = "fp32";      // fp32 | int8 (NITI integer training, SPEC 5)
+  std::string precision = "fp32";      // fp32 | int8 (NITI integer training, docs/design.md §5)
 };
 struct MethodConfig {
   std::string name = "elastic_zo";     // full_bp | full_zo | elastic_zo
@@ -61,7 +61,8 @@ struct Schedule {
   double at(std::int64_t epoch) const;  // value in force during 0-based epoch `epoch`
   bool operator==(const Schedule&) const = default;
 };
-// ElasticZO-INT8 / NITI hyperparameters (SPEC 5.5 and 6); used when model.precision = int8.
+// ElasticZO-INT8 / NITI hyperparameters (docs/design.md §5.5 and 6); used when model.precision =
+// int8.
 struct Int8Config {
   std::int64_t r_max = 3;              // perturbation u uniform in [-r_max, r_max]
   Schedule b_zo{{{0, 1.0}}};           // bits of the int8 ZO update

@@ -1,4 +1,4 @@
-// Int8 ReLU and 2x2/2 max-pool (SPEC 5.3). The exponent passes through unchanged.
+// Int8 ReLU and 2x2/2 max-pool (docs/design.md §5.3). The exponent passes through unchanged.
 //   relu forward:  y = max(x, 0)                     (in place allowed: y may alias x)
 //   relu backward: dx = x > 0 ? dy : 0               (x = forward input or output — the same
 //                                                     test; dx may alias dy)

@@ -1,14 +1,15 @@
 // The integer ends of an int8 training step (integer arithmetic only).
 //
-// xent_error_s8 — NITI's integer cross-entropy error (SPEC 5.4) for int8 logits [n, classes]
-//   with exponent e and labels [n]: P ≈ 2^11 · (softmax − onehot) per sample (base-2 exponent
-//   via 47274/2^15 ≈ log2 e when e > −7, second-order Taylor when e ≤ −7), then
-//   err = clamp(StoShift(P, 4), ±127) with exponent 0. The StoShift word of element i of the
-//   batch is hash32(hash_key(seed, 0), i). Exponent range: e > 24 is computed as 24 (exact: for
-//   e ≥ 15 only the maximal logits keep T_j > 0); e < −24 as −24 (keeps T_j · 2^11 within int64;
-//   there every |A_j · 2^e| < 2^−17 and P is the uniform split up to flooring). classes ≤ 4096.
+// xent_error_s8 — NITI's integer cross-entropy error (docs/design.md §5.4) for int8 logits
+//   [n, classes] with exponent e and labels [n]: P ≈ 2^11 · (softmax − onehot) per sample
+//   (base-2 exponent via 47274/2^15 ≈ log2 e when e > −7, second-order Taylor when e ≤ −7),
+//   then err = clamp(StoShift(P, 4), ±127) with exponent 0. The StoShift word of element i of
+//   the batch is hash32(hash_key(seed, 0), i). Exponent range: e > 24 is computed as 24 (exact:
+//   for e ≥ 15 only the maximal logits keep T_j > 0); e < −24 as −24 (keeps T_j · 2^11 within
+//   int64; there every |A_j · 2^e| < 2^−17 and P is the uniform split up to flooring).
+//   classes ≤ 4096.
 //
-// zo_sign_s8 — the integer ZO gradient sign (SPEC 6, Eqs. 9–12): sign(ℓ+ − ℓ−) from the
+// zo_sign_s8 — the integer ZO gradient sign (docs/design.md §6, Eqs. 9–12): sign(ℓ+ − ℓ−) from the
 //   + pass's logits (a, ea) and the − pass's (b, eb), estimated as
 //   Σ_b floor(log2 Σ_j 2^α̃_j) − floor(log2 Σ_j 2^β̃_j). Returns −1, 0 or +1; swapping the
 //   passes negates it exactly. α̂_j is computed as floor(47274 · (α_j − α_t) · 2^ea / 2^15),

@@ -1,4 +1,5 @@
-// Sparse uniform int8 perturbation of ElasticZO-INT8 (SPEC 6), counter-based and integer only.
+// Sparse uniform int8 perturbation of ElasticZO-INT8 (docs/design.md §6), counter-based and integer
+// only.
 // Element j (global index within the perturbed parameter range) draws two 32-bit words,
 // w1 = hash32(hash_key(seed, 1), j) and w2 = hash32(hash_key(seed, 2), j), always both:
 //   m = (w1 ≥ zero_threshold)   (zero_threshold = p_zero · 2^32, so P(m = 1) = 1 − p_zero)

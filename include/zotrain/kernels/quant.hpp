@@ -1,4 +1,4 @@
-// Int8 (NITI) numerics, SPEC section 5: a tensor is int8 values in [−127, 127] with one shared
+// Int8 (NITI) numerics, docs/design.md §5: a tensor is int8 values in [−127, 127] with one shared
 // power-of-two exponent e (real value = v · 2^e). Everything here is integer arithmetic only
 // (the files are also compiled with -mgeneral-regs-only in the aarch64 test build).
 //
@@ -63,15 +63,15 @@ constexpr std::int32_t sto_shift(std::int32_t x, int s, std::uint32_t u) {
 // max |x[i]| over the whole tensor (unsigned, so |INT32_MIN| is representable); 0 for n = 0.
 std::uint32_t max_abs_s32(const std::int32_t* x, std::size_t n);
 
-// NITI requantisation (SPEC 5.1) of a whole int32 tensor [n]: s = max(0, bitlen(max|x|) − 7),
-// y[i] = clamp(RoundShift(x[i], s), ±127). Returns s (the caller adds it to the exponent).
+// NITI requantisation (docs/design.md §5.1) of a whole int32 tensor [n]: s = max(0, bitlen(max|x|)
+// − 7), y[i] = clamp(RoundShift(x[i], s), ±127). Returns s (the caller adds it to the exponent).
 using RequantizeS32S8Fn = int (*)(const std::int32_t* x, std::size_t n, std::int8_t* y);
 int requantize_s32_s8_ref(const std::int32_t* x, std::size_t n, std::int8_t* y);
 int requantize_s32_s8_portable(const std::int32_t* x, std::size_t n, std::int8_t* y);
 int requantize_s32_s8_neon(const std::int32_t* x, std::size_t n, std::int8_t* y);  // ARM builds
 RequantizeS32S8Fn select_requantize_s32_s8(Isa isa);  // kNeon, kNeonDot → _neon where built
 
-// b-bit weight update (SPEC 5.5) of int8 weights w [n] by an int32 gradient g [n]:
+// b-bit weight update (docs/design.md §5.5) of int8 weights w [n] by an int32 gradient g [n]:
 // b = bitlen(max|g|); if b = 0 nothing changes; s = b − bits; ĝ = g if s < 1, else
 // PstoShift(g, s); w = clamp(w − ĝ, ±127) computed in wider arithmetic. Returns s (≤ 0 when g
 // was used as is; 0 also when g = 0).
@@ -81,7 +81,7 @@ int update_weights_s8_portable(std::int8_t* w, const std::int32_t* g, std::size_
 int update_weights_s8_neon(std::int8_t* w, const std::int32_t* g, std::size_t n, int bits);  // ARM builds
 UpdateWeightsS8Fn select_update_weights_s8(Isa isa);  // kNeon, kNeonDot → _neon where built
 
-// Input quantisation (SPEC 5.6): pixel p ∈ 0..255 → p >> 1 with exponent kPixelExponent.
+// Input quantisation (docs/design.md §5.6): pixel p ∈ 0..255 → p >> 1 with exponent kPixelExponent.
 inline constexpr int kPixelExponent = -7;
 void quantize_pixels_s8(const std::uint8_t* p, std::size_t n, std::int8_t* x);
 

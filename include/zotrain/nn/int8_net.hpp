@@ -1,4 +1,4 @@
-// An int8 network for NITI training (SPEC section 5): the layer sequence of an FP32 model
+// An int8 network for NITI training (docs/design.md §5): the layer sequence of an FP32 model
 // without biases, int8 weights in one contiguous storage (θ_1..θ_L in order, so a ZO range is
 // one span), one power-of-two exponent per weight tensor (real value = v · 2^e, never changed
 // by training). Activations are int8 tensors with one exponent for the whole batch.
@@ -68,7 +68,7 @@ class Int8Net {
   std::size_t max_weight_count() const;
 
   // Forward of layer i on a batch: x [B, in] with exponent ex → y [B, out]; returns y's
-  // exponent. Matmul layers go through acc [B, out] int32 and requantise (SPEC 5.1).
+  // exponent. Matmul layers go through acc [B, out] int32 and requantise (docs/design.md §5.1).
   int forward(int i, int batch, const std::int8_t* x, int ex, std::int8_t* y, std::int32_t* acc,
               void* scratch) const;
   // The int32 product of PointLinear layer i for any rows x [rows, K] → acc [rows, M], without
@@ -77,7 +77,7 @@ class Int8Net {
   // Backward of layer i: e_out [B, out] → e_in [B, in] (skipped when e_in is null; matmul
   // layers via acc [B, in] int32 and RoundShift requantisation, with the pre-update weights),
   // then, for a parametric layer, G = Σ e_out ⊗ x in grad [weight_count] int32 and the b_bp-bit
-  // update of its weights (SPEC 5.5). x is the layer's forward input.
+  // update of its weights (docs/design.md §5.5). x is the layer's forward input.
   void backward(int i, int batch, const std::int8_t* x, const std::int8_t* e_out,
                 std::int8_t* e_in, std::int32_t* acc, std::int32_t* grad, int b_bp,
                 void* scratch);

@@ -15,8 +15,8 @@ namespace zt::nn {
 // Throws zt::Error for a layer kind int8 training does not support.
 std::unique_ptr<Int8Net> make_int8_net(Model& model, kernels::Isa isa);
 
-// NITI initialisation (SPEC 5.7): Xavier-uniform w with a = sqrt(6 / (fan_in + fan_out)),
-// R = max|w|, e_W = ceil(log2 R) − 7, W = round(w / R · 127). Deterministic for a seed.
+// NITI initialisation (docs/design.md §5.7): Xavier-uniform w with a = sqrt(6 / (fan_in +
+// fan_out)), R = max|w|, e_W = ceil(log2 R) − 7, W = round(w / R · 127). Deterministic for a seed.
 void init_niti(Int8Net& net, std::uint64_t seed);
 
 // Quantises FP32 weights w [layer.weight_count] into layer i, preserving values:

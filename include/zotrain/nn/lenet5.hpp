@@ -1,4 +1,4 @@
-// LeNet-5 as SPEC section 2: conv1 1→6 5x5 pad 2, ReLU, pool, conv2 6→16 5x5 pad 2, ReLU, pool,
+// LeNet-5 as docs/design.md §2: conv1 1→6 5x5 pad 2, ReLU, pool, conv2 6→16 5x5 pad 2, ReLU, pool,
 // (flatten view) fc1 784→120, ReLU, fc2 120→84, ReLU, fc3 84→10. 107,786 FP32 parameters.
 #pragma once
 

@@ -1,4 +1,4 @@
-// PointNet as SPEC section 2 (no T-Nets), input [N, 3]: five shared per-point linear layers
+// PointNet as docs/design.md §2 (no T-Nets), input [N, 3]: five shared per-point linear layers
 // 3→64→64→64→128→1024 without bias, each followed by BatchNorm and ReLU; max-pool over points
 // (→1024); head fc1 1024→512, ReLU, fc2 512→256, ReLU, fc3 256→40 with bias. 816,744 FP32
 // parameters. θ_1..θ_5 are the point layers each with its BatchNorm (γ, β), θ_6..θ_8 the head:

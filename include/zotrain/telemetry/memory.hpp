@@ -1,4 +1,4 @@
-// The paper's analytic memory model (Eqs. 2–5 and 13–15) under SPEC section 7's convention:
+// The paper's analytic memory model (Eqs. 2–5 and 13–15) under docs/design.md §7's convention:
 // one buffer per layer output (input not counted, flatten is a view), θ and g = all parameters,
 // e_l = one buffer per layer output inside the backprop segment. Computed from layer shapes.
 #pragma once

@@ -1,4 +1,4 @@
-// Wall-time accounting in the fixed phases of the paper's Fig. 7 (SPEC section 8).
+// Wall-time accounting in the fixed phases of the paper's Fig. 7 (docs/design.md §8).
 #pragma once
 
 #include <array>

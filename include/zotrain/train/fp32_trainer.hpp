@@ -1,7 +1,7 @@
 // FP32 training of a Model by Full BP (C = 0), Full ZO (C = L) or ElasticZO (0 < C < L).
 // The trainer plans its buffers once (an Arena) and binds them; step() allocates nothing.
 //
-// ZO step (SPEC section 4, Algorithm 1): θ_{1..C} are one contiguous range of the model's
+// ZO step (docs/design.md §4, Algorithm 1): θ_{1..C} are one contiguous range of the model's
 // storage, perturbed in place by z(step_seed, stream 0, element index) — never stored, regenerated
 // three times: +ε, −2ε, then the merged restore+update (ε − η·g). g = (ℓ+ − ℓ−)/2ε clipped.
 // The backprop segment (θ_{C+1..L}) then backprops from the activations of the θ−εz pass

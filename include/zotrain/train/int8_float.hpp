@@ -1,6 +1,6 @@
 // Floating-point views of int8 logits: reporting (loss, accuracy) and the paper's INT8 sign
-// variant, which dequantises both passes' logits and compares float losses (SPEC 6). Kept out
-// of the integer-only training code.
+// variant, which dequantises both passes' logits and compares float losses (docs/design.md §6).
+// Kept out of the integer-only training code.
 #pragma once
 
 #include <cstdint>

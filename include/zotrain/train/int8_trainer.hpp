@@ -1,4 +1,4 @@
-// Int8 training of an Int8Net by integer arithmetic only (SPEC sections 5–6): NITI backprop
+// Int8 training of an Int8Net by integer arithmetic only (docs/design.md §5–6): NITI backprop
 // (C = 0), int8 Full ZO (C = L) and ElasticZO-INT8 (0 < C < L, Algorithm 2).
 //
 // A step is two calls so that the ZO gradient sign can come from either side:
@@ -49,7 +49,8 @@ struct Int8TrainerOptions {
   bool lean = true;  // stream the per-point tail when it is in the ZO part (see above)
 };
 
-// Per-epoch integer hyperparameters (SPEC 6; the caller converts p_zero to the threshold).
+// Per-epoch integer hyperparameters (docs/design.md §6; the caller converts p_zero to the
+// threshold).
 struct Int8Hyper {
   int r_max = 3;
   std::uint64_t zero_threshold = 0;  // p_zero · 2^32

@@ -1,4 +1,4 @@
-// Int8 ReLU and 2x2/2 max-pool (SPEC 5.3): exact selections, so one plain implementation
+// Int8 ReLU and 2x2/2 max-pool (docs/design.md §5.3): exact selections, so one plain implementation
 // serves every path. The ReLU loops vectorise at -O3 (no __restrict: in-place use is allowed);
 // large calls split over OpenMP threads in fixed pieces. Integer arithmetic only.
 #include <algorithm>

@@ -1,6 +1,7 @@
-// NITI's integer cross-entropy error (SPEC 5.4) and the integer ZO gradient sign (SPEC 6,
-// Eqs. 9–12). Small per-sample work ([batch, classes] logits), so plain serial loops; no scratch
-// memory (each sample's row is re-read instead of storing T_j). Integer arithmetic only.
+// NITI's integer cross-entropy error (docs/design.md §5.4) and the integer ZO gradient sign
+// (docs/design.md §6, Eqs. 9–12). Small per-sample work ([batch, classes] logits), so plain serial
+// loops; no scratch memory (each sample's row is re-read instead of storing T_j). Integer
+// arithmetic only.
 #include <algorithm>
 #include <bit>
 #include <cstddef>

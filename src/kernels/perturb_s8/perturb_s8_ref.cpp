@@ -1,5 +1,5 @@
-// Reference sparse uniform int8 perturbation (SPEC 6): the plain loops, the definition of z and
-// of the perturb / merged restore+update steps. Integer arithmetic only.
+// Reference sparse uniform int8 perturbation (docs/design.md §6): the plain loops, the definition
+// of z and of the perturb / merged restore+update steps. Integer arithmetic only.
 #include <cstddef>
 #include <cstdint>
 

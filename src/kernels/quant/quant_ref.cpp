@@ -1,5 +1,5 @@
 // Reference int8 requantisation and b-bit weight update: the plain loops, the definition of
-// correct (SPEC 5.1, 5.5). Integer arithmetic only.
+// correct (docs/design.md §5.1, 5.5). Integer arithmetic only.
 #include <cstddef>
 #include <cstdint>
 
