@@ -24,6 +24,7 @@
 #include <omp.h>
 #endif
 
+#include "zotrain/config/methods.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/kernels/conv2d.hpp"
 #include "zotrain/kernels/conv2d_s8.hpp"
@@ -370,21 +371,16 @@ json bench_kernels(const BenchOptions& o, int threads, bool print) {
 
 // ---- training steps -------------------------------------------------------------------------
 
-struct Method {
-  const char* key;    // full_bp, full_zo, cls1, cls2
-  const char* label;  // as in the README tables
-  int partition(int L) const {
-    const std::string k = key;
-    return k == "full_bp" ? 0 : k == "full_zo" ? L : k == "cls1" ? L - 2 : L - 1;
-  }
-};
-constexpr Method kMethods[] = {{"full_bp", "Full BP"}, {"full_zo", "Full ZO"}, {"cls1", "ElasticZO Cls1"},
-                               {"cls2", "ElasticZO Cls2"}};
+// The paper's four settings (zotrain's method registry, config/methods.hpp).
+using Method = config::NamedSetting;
 
 const Method& find_method(const std::string& key) {
-  for (const Method& m : kMethods)
-    if (key == m.key) return m;
-  throw Error("bench --method: unknown method '" + key + "' (expected full_bp, full_zo, cls1 or cls2)");
+  const Method* m = config::find_named_setting(key);
+  if (m == nullptr) {
+    throw Error("bench --method: unknown method '" + key + "' (expected " +
+                config::named_setting_keys() + ")");
+  }
+  return *m;
 }
 
 // A training step of one method on LeNet-5 with a fixed synthetic batch (random pixels and
@@ -544,7 +540,7 @@ json bench_steps(const BenchOptions& o, int threads, bool print) {
     for (int ci = 0; ci < 3; ++ci)
       for (int mi = 0; mi < 4; ++mi) {
         const Config& c = configs[ci];
-        const Method& m = kMethods[mi];
+        const Method& m = config::named_settings()[mi];
         auto runner = make_step(c.precision, m, c.batch, threads, paths[pi]);
         const StepResult r = time_steps(*runner, target, min_steps);
         res[pi][std::size_t(ci)][std::size_t(mi)] = r;
@@ -572,13 +568,13 @@ json bench_steps(const BenchOptions& o, int threads, bool print) {
   for (std::size_t mi = 0; mi < 4; ++mi) {
     const double f32 = ms[0][mi].ms / b32, f256 = ms[1][mi].ms / b256, i8 = ms[2][mi].ms / b256;
     const double s32 = fwd_share(ms[0][mi]), s8 = fwd_share(ms[2][mi]);
-    ratios.push_back({{"method", kMethods[mi].key},
+    ratios.push_back({{"method", config::named_settings()[mi].key},
                       {"fp32_paper_batch_over_int8", f32 / i8},
                       {"fp32_same_batch_over_int8", f256 / i8},
                       {"forward_share_fp32", s32},
                       {"forward_share_int8", s8}});
     if (print)
-      std::printf("%-15s %13.2fx %13.2fx %11.1f %% %11.1f %%\n", kMethods[mi].label, f32 / i8, f256 / i8, 100 * s32,
+      std::printf("%-15s %13.2fx %13.2fx %11.1f %% %11.1f %%\n", config::named_settings()[mi].label, f32 / i8, f256 / i8, 100 * s32,
                   100 * s8);
   }
   json out = {{"steps", rows}, {"int8_vs_fp32", ratios}};
@@ -591,10 +587,10 @@ json bench_steps(const BenchOptions& o, int threads, bool print) {
       for (const Config& c : configs) std::printf(" %11s", (std::string(c.precision) + " B" + std::to_string(c.batch)).c_str());
     if (print) std::printf("\n");
     for (std::size_t mi = 0; mi < 4; ++mi) {
-      if (print) std::printf("%-15s", kMethods[mi].label);
+      if (print) std::printf("%-15s", config::named_settings()[mi].label);
       for (std::size_t ci = 0; ci < 3; ++ci) {
         const double x = res[1][ci][mi].ms / res[0][ci][mi].ms;
-        speedups.push_back({{"method", kMethods[mi].key}, {"precision", configs[ci].precision},
+        speedups.push_back({{"method", config::named_settings()[mi].key}, {"precision", configs[ci].precision},
                             {"batch", configs[ci].batch}, {"portable_over_best", x}});
         if (print) std::printf(" %10.2fx", x);
       }

@@ -11,11 +11,11 @@
 
 #include "bench.hpp"
 #include "zotrain/config/config.hpp"
+#include "zotrain/config/methods.hpp"
 #include "zotrain/data/synthetic_points.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/kernels/isa.hpp"
 #include "zotrain/train/experiment.hpp"
-#include "zotrain/train/method.hpp"
 
 namespace {
 
@@ -25,7 +25,7 @@ std::string methods_help() {
       "trained by zeroth-order SPSA (two forward passes, seed-regenerated Gaussian perturbation),\n"
       "theta_C+1..theta_L by backprop. LeNet-5 has L = 5; named settings: zo-feat-cls1 = L-2,\n"
       "zo-feat-cls2 = L-1.\n";
-  for (const auto& m : zt::train::methods()) s += std::string("  ") + m.name + "\n      " + m.summary + "\n";
+  for (const auto& m : zt::config::methods()) s += std::string("  ") + m.name + "\n      " + m.summary + "\n";
   s += "With model.precision = int8 every method trains an 8-bit network with integer arithmetic\n"
        "(NITI): full_bp = integer backprop with b_bp-bit updates, full_zo = sparse uniform int8\n"
        "perturbation (int8.r_max, int8.p_zero) with a sign gradient and b_zo-bit updates,\n"
@@ -96,9 +96,12 @@ int main(int argc, char** argv) {
                     "(scripts/count-insns.sh)")
       ->type_name("N")
       ->check(CLI::NonNegativeNumber);
-  bench->add_option("--method", bench_opt.method, "--run-steps: full_bp, full_zo, cls1 or cls2")
+  std::vector<std::string> setting_keys;
+  for (const auto& n : zt::config::named_settings()) setting_keys.emplace_back(n.key);
+  bench->add_option("--method", bench_opt.method,
+                    "--run-steps: " + zt::config::named_setting_keys())
       ->capture_default_str()
-      ->check(CLI::IsMember({"full_bp", "full_zo", "cls1", "cls2"}));
+      ->check(CLI::IsMember(setting_keys));
   bench->add_option("--precision", bench_opt.precision, "--run-steps: fp32 or int8")
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "int8"}));

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <variant>
 
+#include "zotrain/config/methods.hpp"
 #include "zotrain/core/error.hpp"
 
 namespace zt::config {
@@ -58,6 +59,12 @@ Range closed(double lo, double hi) { return Range{.lo = lo, .hi = hi}; }
 // `+` turns the capture-less lambda into the plain function pointer the variant holds.
 #define ZT_FIELD(member) +[](ExperimentConfig& c) -> decltype(auto) { return (c.member); }
 
+std::vector<std::string_view> method_names() {
+  std::vector<std::string_view> names;
+  for (const MethodInfo& m : methods()) names.emplace_back(m.name);
+  return names;
+}
+
 const std::vector<Key>& schema() {
   static const std::vector<Key> keys = {
       {"name", Type::kString, ZT_FIELD(name), {}, {}, "experiment name (names runs/<name>)"},
@@ -84,8 +91,8 @@ const std::vector<Key>& schema() {
        "network: lenet5 (images) | pointnet (point clouds; data.points per sample)"},
       {"model.precision", Type::kEnum, ZT_FIELD(model.precision), {}, {"fp32", "int8"},
        "arithmetic of training: fp32 | int8 = NITI integer training (docs/design.md §5)"},
-      {"method.name", Type::kEnum, ZT_FIELD(method.name), {},
-       {"full_bp", "full_zo", "elastic_zo"}, "training algorithm"},
+      {"method.name", Type::kEnum, ZT_FIELD(method.name), {}, method_names(),
+       "training algorithm"},
       {"method.partition", Type::kPartition, ZT_FIELD(method.partition), {}, {},
        "partition point C (layers 1..C by ZO, the rest by backprop): an integer in [0, L] or "
        "zo-feat-cls1 (L-2) | zo-feat-cls2 (L-1); elastic_zo only"},
@@ -687,13 +694,14 @@ std::int64_t resolve_batch_size(const ExperimentConfig& cfg) {
 int resolve_partition(const MethodConfig& m, int num_layers) {
   ZT_CHECK(num_layers >= 1);
   const std::string L = std::to_string(num_layers);
-  const std::string method = lower(m.name);
-  if (method == "full_bp") return 0;
-  if (method == "full_zo") return num_layers;
-  if (method != "elastic_zo") {
-    throw Error("method.name: unknown method '" + m.name +
-                "', expected one of full_bp, full_zo, elastic_zo");
+  const MethodInfo* info = find_method(lower(m.name));
+  if (info == nullptr) {
+    std::string names;
+    for (const MethodInfo& k : methods()) names += (names.empty() ? "" : ", ") + std::string(k.name);
+    throw Error("method.name: unknown method '" + m.name + "', expected one of " + names);
   }
+  if (info->rule == PartitionRule::kNone) return 0;
+  if (info->rule == PartitionRule::kAll) return num_layers;
   const std::string canon = canonical_partition(m.partition);
   int c = 0;
   if (canon == kPartitionNames[0]) {
@@ -712,8 +720,8 @@ int resolve_partition(const MethodConfig& m, int num_layers) {
                 std::string(kPartitionNames[0]) + ", " + std::string(kPartitionNames[1]));
   }
   if (c <= 0 || c >= num_layers) {
-    throw Error("method.partition: " + m.partition + " gives C = " + std::to_string(c) +
-                ", but elastic_zo needs 0 < C < " + L + " (C = 0 is full_bp, C = " + L +
+    throw Error("method.partition: " + m.partition + " gives C = " + std::to_string(c) + ", but " +
+                info->name + " needs 0 < C < " + L + " (C = 0 is full_bp, C = " + L +
                 " is full_zo)");
   }
   return c;

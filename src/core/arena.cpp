@@ -1,5 +1,6 @@
 #include "zotrain/core/arena.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -8,31 +9,34 @@
 namespace zt {
 
 namespace {
-constexpr std::size_t kAlignFloats = 16;  // 64 bytes
+constexpr std::size_t kAlignUnits = 16;  // 64 bytes
 }
 
-int Arena::reserve(const std::string& name, std::size_t floats) {
+int Arena::reserve_bytes(const std::string& name, std::size_t bytes, int type) {
   ZT_CHECK_MSG(!allocated(), "Arena::reserve after allocate: " + name);
-  const std::size_t rounded = (floats + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
-  entries_.push_back({name, total_floats_, floats});
-  total_floats_ += rounded;
+  const std::size_t units = (bytes + kUnit - 1) / kUnit;
+  const std::size_t rounded = (units + kAlignUnits - 1) / kAlignUnits * kAlignUnits;
+  entries_.push_back({name, total_units_, bytes, type});
+  total_units_ += rounded;
   return static_cast<int>(entries_.size()) - 1;
 }
 
 void Arena::allocate() {
   ZT_CHECK(!allocated());
-  const std::size_t bytes = std::max<std::size_t>(total_floats_, kAlignFloats) * sizeof(float);
+  const std::size_t bytes = std::max<std::size_t>(total_units_, kAlignUnits) * kUnit;
   void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
   ZT_CHECK_MSG(p != nullptr, "out of memory allocating " + std::to_string(bytes) + " bytes");
   std::memset(p, 0, bytes);
   storage_.reset(static_cast<float*>(p));
 }
 
-float* Arena::get(int handle) const {
+void* Arena::base(int handle, int type) const {
   ZT_CHECK(allocated() && handle >= 0 && handle < static_cast<int>(entries_.size()));
-  return storage_.get() + entries_[static_cast<std::size_t>(handle)].offset;
+  const Entry& e = entries_[static_cast<std::size_t>(handle)];
+  ZT_CHECK_MSG(e.type == type, "Arena: buffer '" + e.name + "' read as another element type");
+  return reinterpret_cast<unsigned char*>(storage_.get()) + e.offset * kUnit;
 }
 
-void Arena::FreeDeleter::operator()(float* p) const { std::free(p); }
+void Arena::FreeDeleter::operator()(void* p) const { std::free(p); }
 
 }  // namespace zt

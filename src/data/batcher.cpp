@@ -7,6 +7,7 @@
 
 #include "zotrain/core/error.hpp"
 #include "zotrain/core/rng.hpp"
+#include "zotrain/core/seeds.hpp"
 
 namespace zt::data {
 
@@ -37,7 +38,7 @@ void Batcher::start_epoch(int epoch) {
   // Always from the identity, so the order is a function of (seed, epoch) alone.
   for (std::size_t i = 0; i < order_.size(); ++i) order_[i] = static_cast<std::int32_t>(i);
   if (!shuffle_) return;
-  SplitMix64 rng(mix64(mix64(seed_) ^ static_cast<std::uint64_t>(static_cast<std::uint32_t>(epoch))));
+  SplitMix64 rng(seeds::epoch_order(seed_, epoch));
   for (std::size_t i = order_.size(); i > 1; --i) {  // Fisher–Yates, own generator
     const std::size_t j = static_cast<std::size_t>(rng.below(i));
     std::swap(order_[i - 1], order_[j]);

@@ -1,9 +1,13 @@
 // Bit-reproducible sin/cos and Gaussian noise for the point-cloud code (augmentation, synthetic
 // shapes): the same bits on x86-64, aarch64 and armv7 with any libm. Only +, −, ×, / and sqrt
 // (all correctly rounded in IEEE 754) on doubles, plus integer arithmetic. Files including this
-// header are compiled with -ffp-contract=off (CMakeLists.txt), so no FMA changes a rounding.
-// Private to src/data.
+// header must be listed in zt_bit_exact_sources() (cmake/BitExact.cmake: no FMA contraction, so no
+// fused multiply-add changes a rounding), which the check below enforces. Private to src/data.
 #pragma once
+
+#if !defined(ZT_BIT_EXACT)
+#error "exact_math.hpp: list this file in zt_bit_exact_sources() (cmake/BitExact.cmake)"
+#endif
 
 #include <cmath>
 #include <cstdint>

@@ -9,19 +9,15 @@
 #include "exact_math.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/core/rng.hpp"
+#include "zotrain/core/seeds.hpp"
 
 namespace zt::data {
 namespace {
 
-// Separates the per-sample generators from the shuffle's (which is seeded with the epoch key).
-constexpr std::uint64_t kSampleSalt = 0x6a09e667f3bcc909ULL;
 // Each sample has one independent generator per purpose, so switching rotation on or off does
 // not change the subset or the jitter.
 enum Stream : std::uint64_t { kSubset = 0, kRotate = 1, kJitter = 2, kStreams = 3 };
 
-std::uint64_t epoch_key(std::uint64_t seed, int epoch) {
-  return mix64(mix64(seed) ^ static_cast<std::uint64_t>(static_cast<std::uint32_t>(epoch)));
-}
 
 }  // namespace
 
@@ -55,8 +51,8 @@ PointBatcher::PointBatcher(const PointCloudSet& set, int batch_size, int points,
 }
 
 void PointBatcher::start_epoch(int epoch) {
-  const std::uint64_t key = epoch_key(seed_, epoch);
-  sample_key_ = mix64(key ^ kSampleSalt);
+  const std::uint64_t key = seeds::epoch_order(seed_, epoch);
+  sample_key_ = seeds::point_samples(key);
   // Always from the identity, so the order is a function of (seed, epoch) alone.
   for (std::size_t i = 0; i < order_.size(); ++i) order_[i] = static_cast<std::int32_t>(i);
   if (!shuffle_) return;

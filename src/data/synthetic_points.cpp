@@ -17,6 +17,7 @@
 #include "hdf5_util.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/core/rng.hpp"
+#include "zotrain/core/seeds.hpp"
 #include "zotrain/data/modelnet40.hpp"
 
 namespace zt::data {
@@ -27,8 +28,6 @@ namespace fs = std::filesystem;
 constexpr int kMaxPointsPerShape = 65536;
 constexpr float kMaxNoise = 0.2f;  // also in validate()'s message
 constexpr std::uint64_t kMaxSplitBytes = std::uint64_t{4} << 30;  // what the loader accepts
-constexpr std::uint64_t kTrainSalt = 0x3c6ef372fe94f82bULL;
-constexpr std::uint64_t kTestSalt = 0xa54ff53a5f1d36f1ULL;
 
 const std::array<std::string, 14> kShapeNames = {
     "sphere",  "cube",  "cylinder", "cone",        "torus",      "pyramid", "ellipsoid",
@@ -451,7 +450,7 @@ void synthetic_sample(const SyntheticOptions& opt, bool train, int index, float*
   ZT_CHECK(index >= 0 && index < split_count(opt, train));
   const int shape = index % opt.classes;
   *label = static_cast<std::uint8_t>(shape);
-  Draw d(mix64(mix64(opt.seed ^ (train ? kTrainSalt : kTestSalt)) + static_cast<std::uint64_t>(index)));
+  Draw d(seeds::synthetic_sample(opt.seed, train, static_cast<std::uint64_t>(index)));
 
   // Pose first, then the shape (its proportions, then its points), then the noise.
   const V3 scale{d.in(0.85, 1.15), d.in(0.85, 1.15), d.in(0.85, 1.15)};

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "zotrain/core/error.hpp"
+#include "zotrain/core/partition.hpp"
 
 namespace zt::nn {
 
@@ -41,8 +42,7 @@ Int8Net::Int8Net(std::string arch, Shape input, std::vector<Int8Layer> layers, k
 }
 
 int Int8Net::bp_segment_start(int partition) const {
-  ZT_CHECK(partition >= 0 && partition <= num_parametric());
-  return partition == num_parametric() ? size() : parametric_layer(partition);
+  return zt::bp_segment_start(parametric_, size(), partition);
 }
 
 std::size_t Int8Net::num_weights_of_range(int p_begin, int p_end) const {

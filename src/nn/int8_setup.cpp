@@ -5,6 +5,7 @@
 
 #include "zotrain/core/error.hpp"
 #include "zotrain/core/rng.hpp"
+#include "zotrain/core/seeds.hpp"
 
 namespace zt::nn {
 
@@ -52,7 +53,7 @@ std::unique_ptr<Int8Net> make_int8_net(Model& model, kernels::Isa isa) {
 }
 
 void init_niti(Int8Net& net, std::uint64_t seed) {
-  SplitMix64 rng(mix64(seed ^ 0x1ae7a11cULL));
+  SplitMix64 rng(seeds::int8_init(seed));
   std::vector<float> w;
   for (int i = 0; i < net.size(); ++i) {
     Int8Layer& l = net.layer(i);

@@ -1,6 +1,8 @@
 #include "zotrain/nn/model.hpp"
 
 #include "zotrain/core/error.hpp"
+#include "zotrain/core/partition.hpp"
+#include "zotrain/core/seeds.hpp"
 
 namespace zt::nn {
 
@@ -48,9 +50,7 @@ int Model::group_end(int p) const {
 }
 
 int Model::bp_segment_start(int partition) const {
-  ZT_CHECK(partition >= 0 && partition <= num_parametric());
-  if (partition == num_parametric()) return size();
-  return parametric_layer(partition);
+  return zt::bp_segment_start(parametric_, size(), partition);
 }
 
 std::vector<ParamTensor*> Model::params() { return params_of_range(0, num_parametric()); }
@@ -89,7 +89,7 @@ void Model::set_update_running_stats(bool update) {
 void Model::init(std::uint64_t seed) {
   // One generator per layer, keyed by its position, so adding a layer does not reshuffle others.
   for (std::size_t i = 0; i < layers_.size(); ++i) {
-    SplitMix64 rng(mix64(seed ^ mix64(0x1417 + i)));
+    SplitMix64 rng(seeds::layer_init(seed, i));
     layers_[i]->init(rng);
   }
 }

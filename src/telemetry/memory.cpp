@@ -1,18 +1,15 @@
 #include "zotrain/telemetry/memory.hpp"
 
 #include "zotrain/core/error.hpp"
+#include "zotrain/core/partition.hpp"
 
 namespace zt::telemetry {
 
 int bp_segment_start(const std::vector<LayerFootprint>& layers, int partition) {
-  int seen = 0;
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    if (!layers[i].parametric) continue;
-    if (seen == partition) return static_cast<int>(i);
-    ++seen;
-  }
-  ZT_CHECK_MSG(seen == partition, "partition beyond the number of parametric layers");
-  return static_cast<int>(layers.size());
+  std::vector<int> parametric;
+  for (std::size_t i = 0; i < layers.size(); ++i)
+    if (layers[i].parametric) parametric.push_back(static_cast<int>(i));
+  return zt::bp_segment_start(parametric, static_cast<int>(layers.size()), partition);
 }
 
 PaperMemory paper_memory(const std::vector<LayerFootprint>& layers, int batch, int partition,

@@ -15,6 +15,7 @@
 
 #include "zotrain/core/error.hpp"
 #include "zotrain/core/rng.hpp"
+#include "zotrain/core/seeds.hpp"
 #include "zotrain/nn/lenet5.hpp"
 #include "zotrain/telemetry/memory.hpp"
 #include "zotrain/telemetry/rss.hpp"
@@ -263,7 +264,7 @@ int run_experiment(const RunRequest& req) {
   const int L = engine->num_parametric();
   const int C = engine->partition();
   const std::string root = config::resolve_path(cfg, cfg.data.root);
-  const std::uint64_t data_seed = mix64(cfg.seed ^ 0xda7a5eedULL);
+  const std::uint64_t data_seed = seeds::data(cfg.seed);
   RunData rd = load_run_data(cfg, root, batch, engine->input_floats(), data_seed);
 
   const auto paper = engine->paper_memory();
@@ -379,7 +380,7 @@ int run_experiment(const RunRequest& req) {
         stopped_early = true;
         break;
       }
-      const std::uint64_t step_seed = mix64(cfg.seed ^ mix64(0x5eed0000ULL + static_cast<std::uint64_t>(pr.global_step)));
+      const std::uint64_t step_seed = seeds::step(cfg.seed, pr.global_step);
       const EngineStep st =
           engine->step(batcher, static_cast<int>(pr.step_in_epoch), step_seed, pr.acc.times);
       pr.acc.loss_sum += st.loss * st.n;

@@ -75,7 +75,7 @@ class Fp32Engine final : public Engine {
   }
   std::vector<std::pair<std::string, std::size_t>> planned_buffers() const override {
     std::vector<std::pair<std::string, std::size_t>> r;
-    for (const auto& e : trainer_->arena().entries()) r.emplace_back(e.name, e.floats * 4);
+    for (const auto& e : trainer_->arena().entries()) r.emplace_back(e.name, e.bytes);
     return r;
   }
   json hyperparameters() const override { return {{"learning_rates", {{"zo", lrs_.zo}, {"bp", lrs_.bp}}}}; }

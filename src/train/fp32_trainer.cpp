@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "zotrain/core/error.hpp"
+#include "zotrain/core/seeds.hpp"
 #include "zotrain/kernels/softmax_xent.hpp"
 #include "zotrain/nn/activation.hpp"
 #include "zotrain/nn/batchnorm.hpp"
@@ -439,7 +440,7 @@ StepStats Fp32Trainer::step(const float* x, const std::uint8_t* labels, int n,
     float* dlogits_plus = sets_ == 2 ? arena_.get(h_dlogits_[1]) : nullptr;
     {
       ScopedPhase t(times, Phase::kZoPerturb);
-      perturb_(theta, zo_params_, step_seed, 0, 0, eps);
+      perturb_(theta, zo_params_, step_seed, seeds::kFp32Perturbation, 0, eps);
     }
     const float* logits;
     {
@@ -457,7 +458,7 @@ StepStats Fp32Trainer::step(const float* x, const std::uint8_t* labels, int n,
     }
     {
       ScopedPhase t(times, Phase::kZoPerturb);
-      perturb_(theta, zo_params_, step_seed, 0, 0, -2.0f * eps);
+      perturb_(theta, zo_params_, step_seed, seeds::kFp32Perturbation, 0, -2.0f * eps);
     }
     {
       ScopedPhase t(times, Phase::kForward);
@@ -476,7 +477,8 @@ StepStats Fp32Trainer::step(const float* x, const std::uint8_t* labels, int n,
     }
     {
       ScopedPhase t(times, Phase::kZoUpdate);
-      perturb_(theta, zo_params_, step_seed, 0, 0, eps - lr_zo * static_cast<float>(st.g));
+      perturb_(theta, zo_params_, step_seed, seeds::kFp32Perturbation, 0,
+               eps - lr_zo * static_cast<float>(st.g));
     }
     if (bp && sets_ == 2) {
       // Average of both passes' gradients: halve both error signals and accumulate.

@@ -70,7 +70,7 @@ class Int8Engine final : public Engine {
   }
   std::vector<std::pair<std::string, std::size_t>> planned_buffers() const override {
     std::vector<std::pair<std::string, std::size_t>> r;
-    for (const auto& e : trainer_->arena().entries()) r.emplace_back(e.name, e.floats * 4);
+    for (const auto& e : trainer_->arena().entries()) r.emplace_back(e.name, e.bytes);
     return r;
   }
   json hyperparameters() const override {

@@ -8,6 +8,7 @@
 
 #include "zotrain/core/error.hpp"
 #include "zotrain/core/rng.hpp"
+#include "zotrain/core/seeds.hpp"
 #include "zotrain/kernels/niti_loss.hpp"
 #include "zotrain/kernels/quant.hpp"
 
@@ -37,12 +38,8 @@ class Timed {
   std::int64_t t0_;
 };
 
-int reserve_bytes(Arena& a, const std::string& name, std::size_t bytes) {
-  return a.reserve(name, (bytes + 3) / 4);
-}
-
 kernels::PerturbS8Params perturbation(std::uint64_t step_seed, const Int8Hyper& h) {
-  return {mix64(step_seed ^ 0x7a0a7a0a5eedULL), h.zero_threshold, h.r_max};
+  return {seeds::int8_perturbation(step_seed), h.zero_threshold, h.r_max};
 }
 
 }  // namespace
@@ -83,30 +80,31 @@ Int8Trainer::Int8Trainer(nn::Int8Net& net, const Int8TrainerOptions& options)
     if (i < keep_from_)
       pingpong = std::max(pingpong, out);
     else
-      h_kept_[static_cast<std::size_t>(i)] = reserve_bytes(arena_, l.name + " output (int8)", out);
+      h_kept_[static_cast<std::size_t>(i)] = arena_.reserve<std::int8_t>(l.name + " output (int8)", out);
     acc = std::max(acc, net_.acc_elems(i, opt_.batch_size));
     scratch = std::max(scratch, net_.scratch_bytes(i, opt_.batch_size, opt_.threads));
     if (i >= seg_) err = std::max({err, B * l.in.numel(), out});
   }
   if (pingpong > 0)
     for (int k = 0; k < 2; ++k)
-      h_pingpong_[k] = reserve_bytes(arena_, "ZO ping-pong " + std::to_string(k) + " (int8)", pingpong);
-  h_acc_ = reserve_bytes(arena_, "accumulator (int32)", acc * 4);
+      h_pingpong_[k] =
+          arena_.reserve<std::int8_t>("ZO ping-pong " + std::to_string(k) + " (int8)", pingpong);
+  h_acc_ = arena_.reserve<std::int32_t>("accumulator (int32)", acc);
   if (tail_ >= 0)
-    h_tail_max_ = reserve_bytes(arena_, "pool running max (int32)",
-                                B * net_.layer(tail_ + 2).out.numel() * 4);
-  if (scratch > 0) h_scratch_ = reserve_bytes(arena_, "conv scratch", scratch);
+    h_tail_max_ = arena_.reserve<std::int32_t>("pool running max (int32)",
+                                                B * net_.layer(tail_ + 2).out.numel());
+  if (scratch > 0) h_scratch_ = arena_.reserve<std::int8_t>("conv scratch", scratch);  // bytes
   if (opt_.partition > 0)
-    h_plus_ = reserve_bytes(arena_, "+ pass logits (int8)", B * static_cast<std::size_t>(net_.num_classes()));
+    h_plus_ = arena_.reserve<std::int8_t>("+ pass logits (int8)", B * static_cast<std::size_t>(net_.num_classes()));
   if (seg_ < layers) {
     std::size_t grad = 0;
     for (int i = seg_; i < layers; ++i) grad = std::max(grad, net_.layer(i).weight_count);
-    h_grad_ = reserve_bytes(arena_, "weight gradient (int32)", grad * 4);
+    h_grad_ = arena_.reserve<std::int32_t>("weight gradient (int32)", grad);
     for (int k = 0; k < 2; ++k)
-      h_err_[k] = reserve_bytes(arena_, "error " + std::to_string(k) + " (int8)", err);
+      h_err_[k] = arena_.reserve<std::int8_t>("error " + std::to_string(k) + " (int8)", err);
   }
   arena_.allocate();
-  if (h_plus_ >= 0) plus_logits_ = reinterpret_cast<std::int8_t*>(arena_.get(h_plus_));
+  if (h_plus_ >= 0) plus_logits_ = arena_.get<std::int8_t>(h_plus_);
   perturb_ = kernels::select_perturb_s8(opt_.isa);
   zo_update_ = kernels::select_zo_update_s8(opt_.isa);
 }
@@ -118,12 +116,12 @@ const std::int8_t* Int8Trainer::act(int i) const {
 std::int8_t* Int8Trainer::act(int i) {
   if (i < 0) return const_cast<std::int8_t*>(input_);  // read only
   const int h = i < keep_from_ ? h_pingpong_[i % 2] : h_kept_[static_cast<std::size_t>(i)];
-  return reinterpret_cast<std::int8_t*>(arena_.get(h));
+  return arena_.get<std::int8_t>(h);
 }
 
 void Int8Trainer::forward(int n) {
-  auto* acc = reinterpret_cast<std::int32_t*>(arena_.get(h_acc_));
-  void* scratch = h_scratch_ >= 0 ? static_cast<void*>(arena_.get(h_scratch_)) : nullptr;
+  auto* acc = arena_.get<std::int32_t>(h_acc_);
+  void* scratch = h_scratch_ >= 0 ? arena_.get<std::int8_t>(h_scratch_) : nullptr;
   int ex = input_exp_;
   for (int i = 0; i < net_.size(); ++i) {
     if (i == tail_) {
@@ -143,8 +141,8 @@ int Int8Trainer::forward_tail(int n, int ex) {
   const std::size_t C = static_cast<std::size_t>(l.out.dims.at(1));
   const std::size_t rows = static_cast<std::size_t>(n) * N;
   const std::int8_t* x = act(tail_ - 1);
-  auto* acc = reinterpret_cast<std::int32_t*>(arena_.get(h_acc_));
-  auto* mx = reinterpret_cast<std::int32_t*>(arena_.get(h_tail_max_));
+  auto* acc = arena_.get<std::int32_t>(h_acc_);
+  auto* mx = arena_.get<std::int32_t>(h_tail_max_);
   std::uint32_t maxabs = 0;
   for (std::size_t r0 = 0; r0 < rows; r0 += tail_rows_) {
     const std::size_t nr = std::min(tail_rows_, rows - r0);
@@ -215,17 +213,17 @@ void Int8Trainer::finish(const std::uint8_t* labels, int g, std::uint64_t step_s
   }
   const int layers = net_.size();
   if (seg_ == layers) return;
-  std::int8_t* err[2] = {reinterpret_cast<std::int8_t*>(arena_.get(h_err_[0])),
-                         reinterpret_cast<std::int8_t*>(arena_.get(h_err_[1]))};
+  std::int8_t* err[2] = {arena_.get<std::int8_t>(h_err_[0]),
+                         arena_.get<std::int8_t>(h_err_[1])};
   {
     Timed t(ns_, Phase::kLoss);
     kernels::xent_error_s8(n_, net_.num_classes(), last_logits(), last_exp_, labels,
-                           mix64(step_seed ^ 0x10551055ULL), err[0]);
+                           seeds::int8_loss_rounding(step_seed), err[0]);
   }
   Timed t(ns_, Phase::kBackward);
-  auto* acc = reinterpret_cast<std::int32_t*>(arena_.get(h_acc_));
-  auto* grad = reinterpret_cast<std::int32_t*>(arena_.get(h_grad_));
-  void* scratch = h_scratch_ >= 0 ? static_cast<void*>(arena_.get(h_scratch_)) : nullptr;
+  auto* acc = arena_.get<std::int32_t>(h_acc_);
+  auto* grad = arena_.get<std::int32_t>(h_grad_);
+  void* scratch = h_scratch_ >= 0 ? arena_.get<std::int8_t>(h_scratch_) : nullptr;
   int cur = 0;
   for (int i = layers - 1; i >= seg_; --i) {
     std::int8_t* e_in = i > seg_ ? err[1 - cur] : nullptr;

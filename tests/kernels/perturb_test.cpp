@@ -301,14 +301,14 @@ TEST(GaussianTransformTest, HashIsAKeyedPermutationWithAvalanche) {
   int count = 0;
   for (std::uint32_t x = 0; x < 4000; x += 3) {
     for (int bit = 0; bit < 32; ++bit) {
-      flips += __builtin_popcount(pd::hash32_exact(x, 0x1234, 0x9876) ^
-                                  pd::hash32_exact(x ^ (1u << bit), 0x1234, 0x9876));
+      flips += __builtin_popcount(pd::pair_hash_exact(x, 0x1234, 0x9876) ^
+                                  pd::pair_hash_exact(x ^ (1u << bit), 0x1234, 0x9876));
       ++count;
     }
   }
   EXPECT_NEAR(flips / count, 16.0, 0.1);
-  EXPECT_NE(pd::hash32_exact(5, 1, 2), pd::hash32_exact(5, 1, 3));
-  EXPECT_NE(pd::hash32_exact(5, 1, 2), pd::hash32_exact(5, 2, 2));
+  EXPECT_NE(pd::pair_hash_exact(5, 1, 2), pd::pair_hash_exact(5, 1, 3));
+  EXPECT_NE(pd::pair_hash_exact(5, 1, 2), pd::pair_hash_exact(5, 2, 2));
 }
 
 // ---- statistics --------------------------------------------------------------------------

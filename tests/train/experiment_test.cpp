@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "zotrain/config/methods.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/data/synthetic_points.hpp"
 #include "zotrain/train/checkpoint.hpp"
@@ -110,8 +111,13 @@ TEST_P(ResumeTest, PointNetStopAndResumeGivesTheSameWeights) {
   check_resume(std::string("pointnet-") + GetParam(), pointnet_sets(GetParam()));
 }
 
-INSTANTIATE_TEST_SUITE_P(Methods, ResumeTest,
-                         ::testing::Values("full_bp", "full_zo", "elastic_zo"));
+std::vector<const char*> method_names() {
+  std::vector<const char*> names;
+  for (const auto& m : config::methods()) names.emplace_back(m.name);
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(Methods, ResumeTest, ::testing::ValuesIn(method_names()));
 
 TEST(Experiment, DryRunWritesThePlanOnly) {
   const auto d = fresh_dir("dry");

@@ -240,7 +240,7 @@ TEST(LeanPlan, PlannedBytesAtBatch32N1024) {
         EXPECT_TRUE(t.lean());
         std::printf("C = %d lean plan (P = %d points per chunk):\n", c, t.chunk_points());
         for (const auto& e : t.arena().entries())
-          std::printf("  %-28s %10zu B\n", e.name.c_str(), e.floats * sizeof(float));
+          std::printf("  %-28s %10zu B\n", e.name.c_str(), e.bytes);
       }
     }
     std::printf("C = %d planned bytes: lean %zu B (%.2f MiB), whole-batch %zu B (%.2f MiB)\n", c,

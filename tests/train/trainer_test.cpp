@@ -13,7 +13,7 @@
 #include "zotrain/nn/lenet5.hpp"
 #include "zotrain/nn/linear.hpp"
 #include "zotrain/train/fp32_trainer.hpp"
-#include "zotrain/train/method.hpp"
+#include "zotrain/config/methods.hpp"
 
 #ifdef ZT_OPENMP
 #include <omp.h>
@@ -143,7 +143,7 @@ TEST(ZoStep, UpdateMovesAlongMinusLrGTimesZ) {
     ASSERT_EQ(model->param_data()[i], before[i]);
 }
 
-std::vector<float> train_steps(const std::string& method, int threads, int steps) {
+std::vector<float> train_steps(const config::MethodInfo& method, int threads, int steps) {
 #ifdef ZT_OPENMP
   omp_set_num_threads(threads);
 #else
@@ -152,7 +152,9 @@ std::vector<float> train_steps(const std::string& method, int threads, int steps
   auto model = nn::make_lenet5(kernels::best_isa());
   model->init(5);
   Fp32TrainerOptions o;
-  o.partition = method == "full_bp" ? 0 : method == "full_zo" ? 5 : 3;
+  o.partition = method.rule == config::PartitionRule::kNone  ? 0
+                : method.rule == config::PartitionRule::kAll ? 5
+                                                             : 3;
   o.batch_size = 16;
   Fp32Trainer tr(*model, o);
   telemetry::PhaseTimes t;
@@ -164,11 +166,11 @@ std::vector<float> train_steps(const std::string& method, int threads, int steps
 }
 
 TEST(Determinism, SameSeedSameWeightsForAnyThreadCount) {
-  for (const auto& m : methods()) {
-    const auto a = train_steps(m.name, 1, 3);
-    const auto b = train_steps(m.name, 1, 3);
-    const auto c = train_steps(m.name, 2, 3);
-    const auto d = train_steps(m.name, 3, 3);
+  for (const auto& m : config::methods()) {
+    const auto a = train_steps(m, 1, 3);
+    const auto b = train_steps(m, 1, 3);
+    const auto c = train_steps(m, 2, 3);
+    const auto d = train_steps(m, 3, 3);
     ASSERT_EQ(a, b) << m.name;
     EXPECT_EQ(a, c) << m.name << ": 1 vs 2 threads";
     EXPECT_EQ(a, d) << m.name << ": 1 vs 3 threads";
@@ -211,14 +213,14 @@ namespace {
 
 // Every registered method lowers the loss of a tiny problem (the 59-parameter MLP memorising
 // 16 random samples; partition from the method's rule, ElasticZO at C = 1 of L = 2).
-class EveryMethod : public ::testing::TestWithParam<MethodInfo> {};
+class EveryMethod : public ::testing::TestWithParam<config::MethodInfo> {};
 
 TEST_P(EveryMethod, ReducesTheLossOfATinyProblem) {
   auto model = tiny_mlp();
   const int L = model->num_parametric();
-  const std::string rule = GetParam().partition_rule;
+  const config::PartitionRule rule = GetParam().rule;
   Fp32TrainerOptions o;
-  o.partition = rule == "0" ? 0 : rule == "L" ? L : 1;
+  o.partition = rule == config::PartitionRule::kNone ? 0 : rule == config::PartitionRule::kAll ? L : 1;
   o.batch_size = 16;
   o.eps = 1e-3f;
   o.grad_clip = 10.0f;
@@ -231,7 +233,7 @@ TEST_P(EveryMethod, ReducesTheLossOfATinyProblem) {
   EXPECT_LT(after, 0.9 * before) << GetParam().name << ": " << before << " -> " << after;
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, EveryMethod, ::testing::ValuesIn(methods()),
+INSTANTIATE_TEST_SUITE_P(Registry, EveryMethod, ::testing::ValuesIn(config::methods()),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include <immintrin.h>
 #endif
 
+#include "../chunked_parallel.hpp"
 #include "conv2d_internal.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/kernels/conv2d.hpp"
@@ -479,15 +480,8 @@ void col2im(const Dims& d, const float* __restrict col, float* __restrict dxb) {
       }
 }
 
-// Fork threads only at the outermost level: inside any parallel region (active or not) the
-// caller owns the parallelism and the kernel runs serially.
 bool go_parallel(int work_items) {
-#ifdef ZT_OPENMP
-  return work_items > 1 && omp_get_level() == 0 && omp_get_max_threads() > 1;
-#else
-  (void)work_items;
-  return false;
-#endif
+  return detail::go_parallel(static_cast<std::size_t>(work_items), 2);
 }
 
 // Runs body(i) for i in [0, n), in parallel when `par`; the iteration → result mapping is fixed.

@@ -12,18 +12,13 @@
 namespace zt::kernels {
 namespace {
 
-constexpr std::size_t kParallelMin = std::size_t{1} << 17;  // elements before forking
-constexpr std::size_t kChunk = 16384;                        // elements per work item
-
-template <class Fn>
-void for_each_chunk(std::size_t n, Fn fn) {
-  detail::for_each_chunk(n, kParallelMin, kChunk, fn);
-}
+// Elementwise threading (../chunked_parallel.hpp): fork from this many elements, in pieces.
+using Chunks = detail::Chunking<std::size_t{1} << 17, 16384>;
 
 // Runs fn(plane) for each plane, in parallel when the planes hold enough elements.
 template <class Fn>
 void for_each_plane(int planes, std::size_t plane_size, Fn fn) {
-  detail::for_each_item(planes, static_cast<std::size_t>(planes) * plane_size, kParallelMin, fn);
+  detail::for_each_item(planes, static_cast<std::size_t>(planes) * plane_size, Chunks::kMin, fn);
 }
 
 // One plane [h, w] → [oh, ow]. Sizes are by-value parameters: int8 stores may alias anything,
@@ -43,7 +38,7 @@ void pool_forward_plane(const std::int8_t* xp, std::int8_t* yp, std::size_t oh, 
 }  // namespace
 
 void relu_forward_s8(std::size_t n, const std::int8_t* x, std::int8_t* y) {
-  for_each_chunk(n, [&](std::size_t b, std::size_t len) {
+  Chunks::for_each(n, [&](std::size_t b, std::size_t len) {
     const std::int8_t* xs = x + b;
     std::int8_t* ys = y + b;
     for (std::size_t i = 0; i < len; ++i) ys[i] = std::max(xs[i], std::int8_t{0});
@@ -51,7 +46,7 @@ void relu_forward_s8(std::size_t n, const std::int8_t* x, std::int8_t* y) {
 }
 
 void relu_backward_s8(std::size_t n, const std::int8_t* x, const std::int8_t* dy, std::int8_t* dx) {
-  for_each_chunk(n, [&](std::size_t b, std::size_t len) {
+  Chunks::for_each(n, [&](std::size_t b, std::size_t len) {
     const std::int8_t* xs = x + b;
     const std::int8_t* dys = dy + b;
     std::int8_t* dxs = dx + b;

@@ -22,6 +22,7 @@
 #include <omp.h>
 #endif
 
+#include "../chunked_parallel.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/kernels/gemm.hpp"
 
@@ -116,11 +117,11 @@ void gemm_blocked(bool trans_a, bool trans_b, int m, int n, int k, const float* 
   float* const a_pack = pack.data();
   float* const b_pack = pack.data() + a_floats;
 
-  bool parallel = false;
-#ifdef ZT_OPENMP
-  parallel = !omp_in_parallel() && omp_get_max_threads() > 1 &&
-             static_cast<double>(m) * n * k >= kParallelMacs && (m > kMr || n > kNr);
-#endif
+  const bool parallel =
+      (m > kMr || n > kNr) &&
+      detail::go_parallel(static_cast<std::size_t>(m) * static_cast<std::size_t>(n) *
+                              static_cast<std::size_t>(k),
+                          static_cast<std::size_t>(kParallelMacs));
   (void)parallel;
 
 #pragma omp parallel if (parallel)

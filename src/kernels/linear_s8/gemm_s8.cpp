@@ -9,6 +9,7 @@
 #include <omp.h>
 #endif
 
+#include "../chunked_parallel.hpp"
 #include "gemm_s8_internal.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/kernels/isa.hpp"
@@ -463,13 +464,8 @@ void canvas_runs(int panels, int npos, int wc, int w, int col0, CanvasRun* runs,
 }
 
 bool go_parallel(std::int64_t macs) {
-#ifdef ZT_OPENMP
   // Below ~1M multiply-accumulates (a few microseconds) a fork costs more than it saves.
-  return macs >= (std::int64_t{1} << 20) && omp_get_level() == 0 && omp_get_max_threads() > 1;
-#else
-  (void)macs;
-  return false;
-#endif
+  return detail::go_parallel(static_cast<std::size_t>(macs), std::size_t{1} << 20);
 }
 
 int max_threads() {

@@ -9,6 +9,7 @@
 
 #include "zotrain/core/rng.hpp"
 #include "zotrain/kernels/niti_loss.hpp"
+#include "zotrain/core/seeds.hpp"
 #include "zotrain/kernels/quant.hpp"
 
 namespace zt::kernels {
@@ -38,7 +39,7 @@ std::int64_t row_max(const std::int8_t* row, int classes) {
 void xent_error_s8(int n, int classes, const std::int8_t* logits, int exponent,
                    const std::uint8_t* labels, std::uint64_t seed, std::int8_t* err) {
   if (n <= 0 || classes <= 0) return;
-  const std::uint32_t key = hash_key(seed, 0);
+  const std::uint32_t key = hash_key(seed, seeds::kLossRoundingStream);
   const bool exp2_branch = exponent > -7;
   // Exactness of the clamps: for e ≥ 15 distinct logits give t_j at least 47274 apart, so every
   // non-maximal T_j is 0 and the result no longer depends on e; for e < −24 see the header.

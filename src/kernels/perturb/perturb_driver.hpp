@@ -21,6 +21,7 @@
 #include <omp.h>
 #endif
 
+#include "../chunked_parallel.hpp"
 #include "perturb_internal.hpp"
 #include "zotrain/core/error.hpp"
 
@@ -106,7 +107,7 @@ struct Driver {
       full_blocks<kFill>(base + (b0 - fb) * kBlock, seed, stream, b0, b1, scale);
     };
 #ifdef ZT_OPENMP
-    if (n >= kParallelMin && !omp_in_parallel() && omp_get_max_threads() > 1) {
+    if (detail::go_parallel(static_cast<std::size_t>(n), static_cast<std::size_t>(kParallelMin))) {
 #pragma omp parallel for schedule(static)
       for (std::int64_t t = 0; t < n_groups; ++t) do_group(t);
       return;

@@ -1,8 +1,8 @@
 // Internal to the perturb kernel family: the one definition of the Gaussian generator, shared by
 // the reference path (perturb_ref.cpp) and the portable fast path (perturb.cpp) so that both run
 // the same IEEE operations in the same order (bit-identical by construction). Only +, −, ×, sqrt,
-// exact int→float conversions and integer ops are used; every including .cpp must be compiled
-// with -ffp-contract=off (CMakeLists.txt does this for src/kernels/perturb/*.cpp).
+// exact int→float conversions and integer ops are used; every including .cpp must be listed in
+// zt_bit_exact_sources() (cmake/BitExact.cmake: no FMA contraction), which this header checks.
 //
 // Layout of the counter space. Elements are grouped in blocks of 32; block b holds 16 pairs
 // p = 16·b + j (j ∈ [0, 16)). Pair p yields two normals by Box–Muller: element 32·b + j gets
@@ -15,6 +15,10 @@
 //   φ  = 2π·(b >> 8)·2^-24 ∈ [0, 2π)
 // ln (atanh series), sin and cos (Cephes polynomials) after exact range reduction.
 #pragma once
+
+#if !defined(ZT_BIT_EXACT)
+#error "perturb_internal.hpp: list this file in zt_bit_exact_sources() (cmake/BitExact.cmake)"
+#endif
 
 #include <bit>
 #include <cstdint>
@@ -78,7 +82,7 @@ struct Vec {
 // near-ideal avalanche 32-bit permutation) with a key mixed in before the first two multiplies, so
 // that different keys give unrelated orderings of the counter space (not shifted copies).
 template <class L>
-inline typename L::U hash32(typename L::U x, std::uint32_t k0, std::uint32_t k1) {
+inline typename L::U pair_hash(typename L::U x, std::uint32_t k0, std::uint32_t k1) {
   x ^= k0;
   x ^= x >> 17;
   x *= 0xed5ad4bbU;
@@ -212,8 +216,8 @@ struct PairT {
 
 template <class L>
 inline PairT<L> gaussian_pair(const Keys& k, typename L::U c) {
-  const auto a = hash32<L>(c, k.a0, k.a1);
-  const auto b = hash32<L>(c, k.b0, k.b1);
+  const auto a = pair_hash<L>(c, k.a0, k.a1);
+  const auto b = pair_hash<L>(c, k.b0, k.b1);
   const auto r = radius_from_bits<L>(a >> 8);
   const CosSinT<L> cs = cossin_from_bits<L>(b >> 8);
   return PairT<L>{r * cs.c, r * cs.s};
@@ -231,6 +235,6 @@ inline bool takes_sin(std::uint64_t i) { return (i & 16U) != 0; }
 float neg2_log_from_bits_exact(std::uint32_t a24);  // −2 ln(1 − a24·2^-24)
 float radius_from_bits_exact(std::uint32_t a24);
 CosSin cossin_from_bits_exact(std::uint32_t b24);
-std::uint32_t hash32_exact(std::uint32_t x, std::uint32_t k0, std::uint32_t k1);
+std::uint32_t pair_hash_exact(std::uint32_t x, std::uint32_t k0, std::uint32_t k1);
 
 }  // namespace zt::kernels::perturb_detail

@@ -32,7 +32,7 @@ inline F4 as_f(U4 x) { return vreinterpretq_f32_u32(x); }
 inline U4 as_u(F4 x) { return vreinterpretq_u32_f32(x); }
 inline F4 to_f(U4 x) { return vcvtq_f32_s32(vreinterpretq_s32_u32(x)); }  // exact: |x| ≤ 2^24
 
-// hash32 of perturb_internal.hpp.
+// pair_hash of perturb_internal.hpp.
 inline U4 hash(U4 x, std::uint32_t k0, std::uint32_t k1) {
   x = veorq_u32(x, vdupq_n_u32(k0));
   x = veorq_u32(x, vshrq_n_u32(x, 17));

@@ -33,8 +33,8 @@ namespace perturb_detail {
 float neg2_log_from_bits_exact(std::uint32_t a24) { return neg2_log_from_bits<Scalar>(a24); }
 float radius_from_bits_exact(std::uint32_t a24) { return radius_from_bits<Scalar>(a24); }
 CosSin cossin_from_bits_exact(std::uint32_t b24) { return cossin_from_bits<Scalar>(b24); }
-std::uint32_t hash32_exact(std::uint32_t x, std::uint32_t k0, std::uint32_t k1) {
-  return hash32<Scalar>(x, k0, k1);
+std::uint32_t pair_hash_exact(std::uint32_t x, std::uint32_t k0, std::uint32_t k1) {
+  return pair_hash<Scalar>(x, k0, k1);
 }
 
 }  // namespace perturb_detail

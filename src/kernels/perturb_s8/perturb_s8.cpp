@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "zotrain/core/rng.hpp"
+#include "zotrain/core/seeds.hpp"
 #include "zotrain/kernels/perturb_s8.hpp"
 #include "../chunked_parallel.hpp"
 #include "../select_isa.hpp"
@@ -17,13 +18,8 @@
 namespace zt::kernels {
 namespace {
 
-constexpr std::size_t kParallelMin = std::size_t{1} << 15;  // elements before forking
-constexpr std::size_t kChunk = 4096;                         // elements per work item
-
-template <class Fn>
-void for_each_chunk(std::size_t n, Fn fn) {
-  detail::for_each_chunk(n, kParallelMin, kChunk, fn);
-}
+// Elementwise threading (../chunked_parallel.hpp): fork from this many elements, in pieces.
+using Chunks = detail::Chunking<std::size_t{1} << 15, 4096>;
 
 struct ZLanes {
   std::uint32_t k1, k2;
@@ -32,8 +28,8 @@ struct ZLanes {
   std::uint32_t span;       // 2·r_max + 1
   std::int32_t r;
   explicit ZLanes(const PerturbS8Params& p)
-      : k1(hash_key(p.seed, 1)),
-        k2(hash_key(p.seed, 2)),
+      : k1(hash_key(p.seed, seeds::kPerturbKeepStream)),
+        k2(hash_key(p.seed, seeds::kPerturbValueStream)),
         threshold(static_cast<std::uint32_t>(p.zero_threshold)),
         keep(p.zero_threshold > 0xffffffffu ? 0u : 1u),
         span(2u * static_cast<std::uint32_t>(p.r_max) + 1u),
@@ -88,7 +84,7 @@ void perturb_s8_portable(std::int8_t* theta, std::size_t n, std::uint32_t first,
   const ZLanes zl(p);
   // |z| ≥ 1 wherever z ≠ 0, so |k| beyond 255 saturates exactly like 255 does.
   const std::int32_t kc = std::clamp(k, -255, 255);
-  for_each_chunk(n, [&](std::size_t b, std::size_t len) {
+  Chunks::for_each(n, [&](std::size_t b, std::size_t len) {
     perturb_span(theta + b, len, first + static_cast<std::uint32_t>(b), zl, kc);
   });
 }
@@ -99,7 +95,7 @@ void zo_update_s8_portable(std::int8_t* theta, std::size_t n, std::uint32_t firs
   if (!lanes_ok(p) || s_l > 31) return zo_update_s8_ref(theta, n, first, p, g, b_zo);
   const ZLanes zl(p);
   const int s = std::max(s_l, 0);
-  for_each_chunk(n, [&](std::size_t b, std::size_t len) {
+  Chunks::for_each(n, [&](std::size_t b, std::size_t len) {
     update_span(theta + b, len, first + static_cast<std::uint32_t>(b), zl, g, s);
   });
 }

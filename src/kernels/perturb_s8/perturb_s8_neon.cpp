@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "zotrain/core/rng.hpp"
+#include "zotrain/core/seeds.hpp"
 #include "zotrain/kernels/perturb_s8.hpp"
 #include "zotrain/kernels/quant.hpp"
 #include "../chunked_parallel.hpp"
@@ -18,13 +19,8 @@
 namespace zt::kernels {
 namespace {
 
-constexpr std::size_t kParallelMin = std::size_t{1} << 15;  // elements before forking
-constexpr std::size_t kChunk = 4096;                         // elements per work item
-
-template <class Fn>
-void for_each_chunk(std::size_t n, Fn fn) {
-  detail::for_each_chunk(n, kParallelMin, kChunk, fn);
-}
+// Elementwise threading (../chunked_parallel.hpp): fork from this many elements, in pieces.
+using Chunks = detail::Chunking<std::size_t{1} << 15, 4096>;
 
 inline uint32x4_t xorshr16(uint32x4_t x) { return veorq_u32(x, vshrq_n_u32(x, 16)); }
 
@@ -55,7 +51,8 @@ struct ZGen {
   uint32x2_t span;
   int32x4_t r;
   explicit ZGen(const PerturbS8Params& p) {
-    const std::uint32_t a = hash_key(p.seed, 1), b = hash_key(p.seed, 2);
+    const std::uint32_t a = hash_key(p.seed, seeds::kPerturbKeepStream);
+    const std::uint32_t b = hash_key(p.seed, seeds::kPerturbValueStream);
     k1 = vdupq_n_u32(a), k1_mix = vdupq_n_u32(a * 0x9e3779b9U);
     k2 = vdupq_n_u32(b), k2_mix = vdupq_n_u32(b * 0x9e3779b9U);
     threshold = vdupq_n_u32(static_cast<std::uint32_t>(p.zero_threshold));
@@ -137,7 +134,7 @@ void perturb_s8_neon(std::int8_t* theta, std::size_t n, std::uint32_t first, con
   const ZGen zg(p);
   // |z| ≥ 1 wherever z ≠ 0, so |k| beyond 255 saturates exactly like 255 does.
   const auto kc = static_cast<std::int16_t>(std::clamp(k, -255, 255));
-  for_each_chunk(n, [&](std::size_t b, std::size_t len) {
+  Chunks::for_each(n, [&](std::size_t b, std::size_t len) {
     perturb_span(theta + b, len, first + static_cast<std::uint32_t>(b), p, zg, kc);
   });
 }
@@ -148,7 +145,7 @@ void zo_update_s8_neon(std::int8_t* theta, std::size_t n, std::uint32_t first, c
   if (!lanes_ok(p) || s_l > 31) return zo_update_s8_ref(theta, n, first, p, g, b_zo);
   const ZGen zg(p);
   const int s = std::max(s_l, 0);
-  for_each_chunk(n, [&](std::size_t b, std::size_t len) {
+  Chunks::for_each(n, [&](std::size_t b, std::size_t len) {
     update_span(theta + b, len, first + static_cast<std::uint32_t>(b), p, zg, g, s, b_zo);
   });
 }

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "zotrain/core/rng.hpp"
+#include "zotrain/core/seeds.hpp"
 #include "zotrain/kernels/perturb_s8.hpp"
 #include "zotrain/kernels/quant.hpp"
 
@@ -15,8 +16,8 @@ struct ZGen {
   std::uint64_t threshold, span;
   std::int64_t r;
   explicit ZGen(const PerturbS8Params& p)
-      : k1(hash_key(p.seed, 1)),
-        k2(hash_key(p.seed, 2)),
+      : k1(hash_key(p.seed, seeds::kPerturbKeepStream)),
+        k2(hash_key(p.seed, seeds::kPerturbValueStream)),
         threshold(p.zero_threshold),
         span(2 * static_cast<std::uint64_t>(p.r_max) + 1),
         r(p.r_max) {}

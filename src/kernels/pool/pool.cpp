@@ -4,17 +4,12 @@
 // split across threads by plane (elementwise, so thread count does not change results).
 #include <cstddef>
 
-#ifdef ZT_OPENMP
-#include <omp.h>
-#endif
-
+#include "pool_driver.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/kernels/pool.hpp"
 
 namespace zt::kernels {
 namespace {
-
-constexpr long kParallelMin = 1L << 16;  // input elements before forking
 
 inline void pool_fwd_plane(int h, int w, const float* __restrict xp, float* __restrict yp) {
   const int oh = h / 2, ow = w / 2;
@@ -64,38 +59,15 @@ inline void pool_bwd_plane(int h, int w, const float* __restrict xp, const float
     for (int j = 0; j < w; ++j) dxp[static_cast<std::ptrdiff_t>(h - 1) * w + j] = 0.0f;
 }
 
-bool go_parallel(int planes, int h, int w) {
-#ifdef ZT_OPENMP
-  return static_cast<long>(planes) * h * w >= kParallelMin && planes > 1 && !omp_in_parallel() &&
-         omp_get_max_threads() > 1;
-#else
-  (void)planes, (void)h, (void)w;
-  return false;
-#endif
-}
-
 }  // namespace
 
 void maxpool2x2_forward_f32_portable(int planes, int h, int w, const float* x, float* y) {
-  ZT_CHECK(planes >= 0 && h >= 0 && w >= 0);
-  const std::ptrdiff_t in_sz = static_cast<std::ptrdiff_t>(h) * w;
-  const std::ptrdiff_t out_sz = static_cast<std::ptrdiff_t>(h / 2) * (w / 2);
-  const bool par = go_parallel(planes, h, w);
-  (void)par;
-#pragma omp parallel for schedule(static) if (par)
-  for (int p = 0; p < planes; ++p) pool_fwd_plane(h, w, x + p * in_sz, y + p * out_sz);
+  pool_detail::maxpool2x2_forward_planes(planes, h, w, x, y, pool_fwd_plane);
 }
 
 void maxpool2x2_backward_f32_portable(int planes, int h, int w, const float* x, const float* dy,
                                       float* dx) {
-  ZT_CHECK(planes >= 0 && h >= 0 && w >= 0);
-  const std::ptrdiff_t in_sz = static_cast<std::ptrdiff_t>(h) * w;
-  const std::ptrdiff_t out_sz = static_cast<std::ptrdiff_t>(h / 2) * (w / 2);
-  const bool par = go_parallel(planes, h, w);
-  (void)par;
-#pragma omp parallel for schedule(static) if (par)
-  for (int p = 0; p < planes; ++p)
-    pool_bwd_plane(h, w, x + p * in_sz, dy + p * out_sz, dx + p * in_sz);
+  pool_detail::maxpool2x2_backward_planes(planes, h, w, x, dy, dx, pool_bwd_plane);
 }
 
 MaxPoolForwardF32Fn select_maxpool2x2_forward_f32(Isa isa) {

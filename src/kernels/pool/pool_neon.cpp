@@ -10,14 +10,12 @@
 
 #include <cstddef>
 
+#include "pool_driver.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/kernels/pool.hpp"
-#include "../chunked_parallel.hpp"
 
 namespace zt::kernels {
 namespace {
-
-constexpr std::size_t kParallelMin = std::size_t{1} << 16;  // input elements before forking
 
 inline float32x4_t take_if_greater(float32x4_t v, float32x4_t best) {
   return vbslq_f32(vcgtq_f32(v, best), v, best);
@@ -101,33 +99,15 @@ void pool_bwd_plane(int h, int w, const float* __restrict xp, const float* __res
     for (int j = 0; j < w; ++j) dxp[static_cast<std::ptrdiff_t>(h - 1) * w + j] = 0.0f;
 }
 
-bool go_parallel(int planes, int h, int w) {
-  return planes > 1 &&
-         detail::go_parallel(static_cast<std::size_t>(planes) * h * w, kParallelMin);
-}
-
 }  // namespace
 
 void maxpool2x2_forward_f32_neon(int planes, int h, int w, const float* x, float* y) {
-  ZT_CHECK(planes >= 0 && h >= 0 && w >= 0);
-  const std::ptrdiff_t in_sz = static_cast<std::ptrdiff_t>(h) * w;
-  const std::ptrdiff_t out_sz = static_cast<std::ptrdiff_t>(h / 2) * (w / 2);
-  const bool par = go_parallel(planes, h, w);
-  (void)par;
-#pragma omp parallel for schedule(static) if (par)
-  for (int p = 0; p < planes; ++p) pool_fwd_plane(h, w, x + p * in_sz, y + p * out_sz);
+  pool_detail::maxpool2x2_forward_planes(planes, h, w, x, y, pool_fwd_plane);
 }
 
 void maxpool2x2_backward_f32_neon(int planes, int h, int w, const float* x, const float* dy,
                                   float* dx) {
-  ZT_CHECK(planes >= 0 && h >= 0 && w >= 0);
-  const std::ptrdiff_t in_sz = static_cast<std::ptrdiff_t>(h) * w;
-  const std::ptrdiff_t out_sz = static_cast<std::ptrdiff_t>(h / 2) * (w / 2);
-  const bool par = go_parallel(planes, h, w);
-  (void)par;
-#pragma omp parallel for schedule(static) if (par)
-  for (int p = 0; p < planes; ++p)
-    pool_bwd_plane(h, w, x + p * in_sz, dy + p * out_sz, dx + p * in_sz);
+  pool_detail::maxpool2x2_backward_planes(planes, h, w, x, dy, dx, pool_bwd_plane);
 }
 
 }  // namespace zt::kernels

@@ -14,15 +14,9 @@
 namespace zt::kernels {
 namespace {
 
-constexpr std::size_t kParallelMin = std::size_t{1} << 16;  // elements before forking
-constexpr std::size_t kChunk = 4096;                         // elements per work item
+// Elementwise threading (../chunked_parallel.hpp): fork from this many elements, in pieces.
+using Chunks = detail::Chunking<std::size_t{1} << 16, 4096>;
 
-bool go_parallel(std::size_t n) { return detail::go_parallel(n, kParallelMin); }
-
-template <class Fn>
-void for_each_chunk(std::size_t n, Fn fn) {
-  detail::for_each_chunk(n, kParallelMin, kChunk, fn);
-}
 
 // All-ones when x < 0, else 0; |x| = (x ^ sign) − sign and back again (mod 2^32).
 inline std::uint32_t sign_mask(std::int32_t x) { return static_cast<std::uint32_t>(x >> 31); }
@@ -80,13 +74,13 @@ void psto_subtract_span(std::int8_t* w, const std::int32_t* g, std::size_t n, in
 }  // namespace
 
 std::uint32_t max_abs_s32(const std::int32_t* x, std::size_t n) {
-  if (!go_parallel(n)) return max_abs_span(x, n);
+  if (!Chunks::parallel(n)) return max_abs_span(x, n);
   std::uint32_t mx = 0;
-  const long chunks = static_cast<long>((n + kChunk - 1) / kChunk);
+  const long chunks = static_cast<long>((n + Chunks::kChunk - 1) / Chunks::kChunk);
 #pragma omp parallel for schedule(static) reduction(max : mx)
   for (long c = 0; c < chunks; ++c) {
-    const std::size_t b = static_cast<std::size_t>(c) * kChunk;
-    mx = std::max(mx, max_abs_span(x + b, n - b < kChunk ? n - b : kChunk));
+    const std::size_t b = static_cast<std::size_t>(c) * Chunks::kChunk;
+    mx = std::max(mx, max_abs_span(x + b, n - b < Chunks::kChunk ? n - b : Chunks::kChunk));
   }
   return mx;
 }
@@ -94,7 +88,7 @@ std::uint32_t max_abs_s32(const std::int32_t* x, std::size_t n) {
 int requantize_s32_s8_portable(const std::int32_t* x, std::size_t n, std::int8_t* y) {
   const int b = bitlen(max_abs_s32(x, n));
   const int s = b > kInt8Bits ? b - kInt8Bits : 0;
-  for_each_chunk(n, [&](std::size_t b0, std::size_t len) { round_shift_span(x + b0, len, s, y + b0); });
+  Chunks::for_each(n, [&](std::size_t b0, std::size_t len) { round_shift_span(x + b0, len, s, y + b0); });
   return s;
 }
 
@@ -103,9 +97,9 @@ int update_weights_s8_portable(std::int8_t* w, const std::int32_t* g, std::size_
   if (b == 0) return 0;
   const int s = b - bits;
   if (s < 1) {
-    for_each_chunk(n, [&](std::size_t b0, std::size_t len) { subtract_span(w + b0, g + b0, len); });
+    Chunks::for_each(n, [&](std::size_t b0, std::size_t len) { subtract_span(w + b0, g + b0, len); });
   } else if (s <= 31) {
-    for_each_chunk(n, [&](std::size_t b0, std::size_t len) {
+    Chunks::for_each(n, [&](std::size_t b0, std::size_t len) {
       psto_subtract_span(w + b0, g + b0, len, s);
     });
   } else {

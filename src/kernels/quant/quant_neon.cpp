@@ -15,8 +15,8 @@
 namespace zt::kernels {
 namespace {
 
-constexpr std::size_t kParallelMin = std::size_t{1} << 16;  // elements before forking
-constexpr std::size_t kChunk = 4096;                         // elements per work item
+// Elementwise threading (../chunked_parallel.hpp): fork from this many elements, in pieces.
+using Chunks = detail::Chunking<std::size_t{1} << 16, 4096>;
 
 // |x| as unsigned: vabsq_s32 leaves INT32_MIN unchanged, which read unsigned is 2^31 = |x|.
 inline uint32x4_t magnitudes(int32x4_t x) { return vreinterpretq_u32_s32(vabsq_s32(x)); }
@@ -53,20 +53,15 @@ std::uint32_t max_abs_span(const std::int32_t* x, std::size_t n) {
 }
 
 std::uint32_t max_abs(const std::int32_t* x, std::size_t n) {
-  if (!detail::go_parallel(n, kParallelMin)) return max_abs_span(x, n);
+  if (!Chunks::parallel(n)) return max_abs_span(x, n);
   std::uint32_t mx = 0;
-  const long chunks = static_cast<long>((n + kChunk - 1) / kChunk);
+  const long chunks = static_cast<long>((n + Chunks::kChunk - 1) / Chunks::kChunk);
 #pragma omp parallel for schedule(static) reduction(max : mx)
   for (long c = 0; c < chunks; ++c) {
-    const std::size_t b = static_cast<std::size_t>(c) * kChunk;
-    mx = std::max(mx, max_abs_span(x + b, n - b < kChunk ? n - b : kChunk));
+    const std::size_t b = static_cast<std::size_t>(c) * Chunks::kChunk;
+    mx = std::max(mx, max_abs_span(x + b, n - b < Chunks::kChunk ? n - b : Chunks::kChunk));
   }
   return mx;
-}
-
-template <class Fn>
-void for_each_chunk(std::size_t n, Fn fn) {
-  detail::for_each_chunk(n, kParallelMin, kChunk, fn);
 }
 
 // y = clamp(RoundShift(x, s), ±127), 0 ≤ s ≤ 25: vrshlq_u32 by −s is (m + 2^(s−1)) >> s on the
@@ -133,7 +128,7 @@ void psto_subtract_span(std::int8_t* w, const std::int32_t* g, std::size_t n, in
 int requantize_s32_s8_neon(const std::int32_t* x, std::size_t n, std::int8_t* y) {
   const int b = bitlen(max_abs(x, n));
   const int s = b > kInt8Bits ? b - kInt8Bits : 0;
-  for_each_chunk(n, [&](std::size_t b0, std::size_t len) { round_shift_span(x + b0, len, s, y + b0); });
+  Chunks::for_each(n, [&](std::size_t b0, std::size_t len) { round_shift_span(x + b0, len, s, y + b0); });
   return s;
 }
 
@@ -142,9 +137,9 @@ int update_weights_s8_neon(std::int8_t* w, const std::int32_t* g, std::size_t n,
   if (b == 0) return 0;
   const int s = b - bits;
   if (s < 1) {
-    for_each_chunk(n, [&](std::size_t b0, std::size_t len) { subtract_span(w + b0, g + b0, len); });
+    Chunks::for_each(n, [&](std::size_t b0, std::size_t len) { subtract_span(w + b0, g + b0, len); });
   } else if (s <= 31) {
-    for_each_chunk(n, [&](std::size_t b0, std::size_t len) { psto_subtract_span(w + b0, g + b0, len, s); });
+    Chunks::for_each(n, [&](std::size_t b0, std::size_t len) { psto_subtract_span(w + b0, g + b0, len, s); });
   } else {
     return update_weights_s8_ref(w, g, n, bits);  // bits < 1: not a real setting
   }

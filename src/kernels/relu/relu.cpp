@@ -9,8 +9,8 @@
 namespace zt::kernels {
 namespace {
 
-constexpr std::size_t kParallelMin = std::size_t{1} << 16;  // elements before forking
-constexpr std::size_t kChunk = 4096;                         // elements per work item
+// Elementwise threading (../chunked_parallel.hpp): fork from this many elements, in pieces.
+using Chunks = detail::Chunking<std::size_t{1} << 16, 4096>;
 
 inline void relu_fwd_span(std::size_t n, const float* x, float* y) {
   for (std::size_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
@@ -20,19 +20,14 @@ inline void relu_bwd_span(std::size_t n, const float* y, const float* dy, float*
   for (std::size_t i = 0; i < n; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
-template <class Fn>
-void for_each_chunk(std::size_t n, Fn fn) {
-  detail::for_each_chunk(n, kParallelMin, kChunk, fn);
-}
-
 }  // namespace
 
 void relu_forward_f32_portable(std::size_t n, const float* x, float* y) {
-  for_each_chunk(n, [&](std::size_t b, std::size_t len) { relu_fwd_span(len, x + b, y + b); });
+  Chunks::for_each(n, [&](std::size_t b, std::size_t len) { relu_fwd_span(len, x + b, y + b); });
 }
 
 void relu_backward_f32_portable(std::size_t n, const float* y, const float* dy, float* dx) {
-  for_each_chunk(n, [&](std::size_t b, std::size_t len) {
+  Chunks::for_each(n, [&](std::size_t b, std::size_t len) {
     relu_bwd_span(len, y + b, dy + b, dx + b);
   });
 }

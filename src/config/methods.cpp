@@ -1,0 +1,46 @@
+#include "zotrain/config/methods.hpp"
+
+namespace zt::config {
+
+const std::vector<MethodInfo>& methods() {
+  static const std::vector<MethodInfo> kMethods = {
+      {"full_bp", "Full BP: every layer by backprop + SGD/Adam (the baseline; C = 0)",
+       PartitionRule::kNone},
+      {"full_zo", "Full ZO: every layer by zeroth-order SPSA with the seed trick (C = L)",
+       PartitionRule::kAll},
+      {"elastic_zo",
+       "ElasticZO: first C parametric layers by ZO, the last L-C by backprop (0 < C < L)",
+       PartitionRule::kBetween},
+  };
+  return kMethods;
+}
+
+const MethodInfo* find_method(const std::string& name) {
+  for (const MethodInfo& m : methods())
+    if (name == m.name) return &m;
+  return nullptr;
+}
+
+const std::vector<NamedSetting>& named_settings() {
+  static const std::vector<NamedSetting> kSettings = {
+      {"full_bp", "Full BP", "full_bp", [](int) { return 0; }},
+      {"full_zo", "Full ZO", "full_zo", [](int L) { return L; }},
+      {"cls1", "ElasticZO Cls1", "elastic_zo", [](int L) { return L - 2; }},  // ZO-Feat-Cls1
+      {"cls2", "ElasticZO Cls2", "elastic_zo", [](int L) { return L - 1; }},  // ZO-Feat-Cls2
+  };
+  return kSettings;
+}
+
+const NamedSetting* find_named_setting(const std::string& key) {
+  for (const NamedSetting& s : named_settings())
+    if (key == s.key) return &s;
+  return nullptr;
+}
+
+std::string named_setting_keys() {
+  std::string s;
+  for (const NamedSetting& n : named_settings()) s += (s.empty() ? "" : ", ") + std::string(n.key);
+  return s;
+}
+
+}  // namespace zt::config

@@ -1,0 +1,35 @@
+# The layers' one-way dependencies, checked on the includes: a source or public header of layer
+# <area> (src/<area>/, include/zotrain/<area>/) may include zotrain/<other>/ headers only for the
+# layers listed for it in CMakeLists.txt (ZT_LAYER_DEPS_<area>).
+#   -DSRC=<source dir> -DTABLE="<area>=<dep>,<dep>|<area>=..."
+cmake_minimum_required(VERSION 3.22)  # policies: IN_LIST, empty list elements
+set(violations "")
+string(REPLACE "|" ";" TABLE "${TABLE}")
+foreach(entry IN LISTS TABLE)
+  string(REPLACE "=" ";" parts "${entry}")
+  list(GET parts 0 area)
+  list(LENGTH parts n)
+  set(allowed ${area})
+  if(n GREATER 1)
+    list(GET parts 1 deps)
+    string(REPLACE "," ";" deps "${deps}")
+    list(APPEND allowed ${deps})
+  endif()
+  file(GLOB_RECURSE files ${SRC}/src/${area}/*.cpp ${SRC}/src/${area}/*.hpp
+                          ${SRC}/include/zotrain/${area}/*.hpp)
+  foreach(f IN LISTS files)
+    file(STRINGS ${f} includes REGEX "^#include \"zotrain/[a-z_]+/")
+    foreach(line IN LISTS includes)
+      string(REGEX REPLACE "^#include \"zotrain/([a-z_]+)/.*" "\\1" used "${line}")
+      if(NOT used IN_LIST allowed)
+        file(RELATIVE_PATH rel ${SRC} ${f})
+        string(APPEND violations "\n  ${rel}: ${line} (${area} may use: ${allowed})")
+      endif()
+    endforeach()
+  endforeach()
+  list(LENGTH files count)
+  message(STATUS "${area}: ${count} files, may use ${allowed}")
+endforeach()
+if(violations)
+  message(FATAL_ERROR "includes against the layering:${violations}")
+endif()
