@@ -24,6 +24,7 @@
 #include <omp.h>
 #endif
 
+#include "zotrain/config/catalogue.hpp"
 #include "zotrain/config/methods.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/kernels/conv2d.hpp"
@@ -407,7 +408,8 @@ class Fp32Step final : public StepRunner {
     std::mt19937 rng(7);
     x_.resize(model_->input_floats() * std::size_t(batch));
     y_.resize(std::size_t(batch));
-    for (float& v : x_) v = (float(rng() % 256) / 255.0f - 0.1307f) / 0.3081f;
+    const config::DatasetInfo& mnist = config::dataset("mnist");
+    for (float& v : x_) v = (float(rng() % 256) / 255.0f - mnist.mean) / mnist.std;
     for (auto& l : y_) l = std::uint8_t(rng() % 10);
   }
   void step(std::uint64_t seed, telemetry::PhaseTimes& times) override {

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <variant>
 
+#include "zotrain/config/catalogue.hpp"
 #include "zotrain/config/methods.hpp"
 #include "zotrain/core/error.hpp"
 
@@ -59,20 +60,31 @@ Range closed(double lo, double hi) { return Range{.lo = lo, .hi = hi}; }
 // `+` turns the capture-less lambda into the plain function pointer the variant holds.
 #define ZT_FIELD(member) +[](ExperimentConfig& c) -> decltype(auto) { return (c.member); }
 
-std::vector<std::string_view> method_names() {
+// Choices and help text of the registry-backed keys (config/methods.hpp, config/catalogue.hpp).
+template <class Info>
+std::vector<std::string_view> names_of(const std::vector<Info>& list) {
   std::vector<std::string_view> names;
-  for (const MethodInfo& m : methods()) names.emplace_back(m.name);
+  for (const Info& i : list) names.emplace_back(i.name);
   return names;
+}
+
+template <class Info>
+std::string_view help_of(const std::vector<Info>& list, const char* lead) {
+  static const std::string text = [&] {  // one per registry (Info type)
+    std::string t = lead;
+    for (std::size_t k = 0; k < list.size(); ++k)
+      t += (k > 0 ? " | " : "") + std::string(list[k].name) + " = " + list[k].summary;
+    return t;
+  }();
+  return text;
 }
 
 const std::vector<Key>& schema() {
   static const std::vector<Key> keys = {
       {"name", Type::kString, ZT_FIELD(name), {}, {}, "experiment name (names runs/<name>)"},
       {"seed", Type::kSeed, ZT_FIELD(seed), {}, {}, "seed of every random choice in the run"},
-      {"data.dataset", Type::kEnum, ZT_FIELD(data.dataset), {},
-       {"mnist", "fashion_mnist", "modelnet40"},
-       "data set: images (IDX; selects the normalisation) or modelnet40 point clouds (HDF5 "
-       "ply_data_*.h5, e.g. the synthetic set from --make-synthetic-modelnet)"},
+      {"data.dataset", Type::kEnum, ZT_FIELD(data.dataset), {}, names_of(datasets()),
+       help_of(datasets(), "data set (an image set also selects the normalisation): ")},
       {"data.root", Type::kString, ZT_FIELD(data.root), {}, {},
        "directory with the IDX files; relative: config file's directory if it exists there, "
        "else the current directory"},
@@ -87,11 +99,11 @@ const std::vector<Key>& schema() {
        {"none", "rotate", "jitter", "rotate_jitter"},
        "modelnet40 training augmentation: random rotation about the up (y) axis and/or jitter "
        "(sigma 0.01, clipped at 0.05), seeded"},
-      {"model.arch", Type::kEnum, ZT_FIELD(model.arch), {}, {"lenet5", "pointnet"},
-       "network: lenet5 (images) | pointnet (point clouds; data.points per sample)"},
+      {"model.arch", Type::kEnum, ZT_FIELD(model.arch), {}, names_of(architectures()),
+       help_of(architectures(), "network: ")},
       {"model.precision", Type::kEnum, ZT_FIELD(model.precision), {}, {"fp32", "int8"},
        "arithmetic of training: fp32 | int8 = NITI integer training (docs/design.md §5)"},
-      {"method.name", Type::kEnum, ZT_FIELD(method.name), {}, method_names(),
+      {"method.name", Type::kEnum, ZT_FIELD(method.name), {}, names_of(methods()),
        "training algorithm"},
       {"method.partition", Type::kPartition, ZT_FIELD(method.partition), {}, {},
        "partition point C (layers 1..C by ZO, the rest by backprop): an integer in [0, L] or "
@@ -532,11 +544,16 @@ void validate_combination(const ExperimentConfig& cfg, const std::string& origin
     throw Error(origin + ": optimizer.name: adam is not used by int8 training (NITI updates "
                          "weights by b_bp-bit rounding); use sgd or leave it unset");
   }
-  const bool points = cfg.data.dataset == "modelnet40";
-  if (points != (cfg.model.arch == "pointnet")) {
+  if (dataset(cfg.data.dataset).input != architecture(cfg.model.arch).input) {
+    std::string fits;
+    for (const ArchInfo& a : architectures()) {
+      std::string sets;
+      for (const DatasetInfo& d : datasets())
+        if (d.input == a.input) sets += (sets.empty() ? "" : " or ") + std::string(d.name);
+      fits += (fits.empty() ? "" : ", ") + std::string(a.name) + " trains on " + sets;
+    }
     throw Error(origin + ": model.arch: '" + cfg.model.arch + "' does not fit data.dataset '" +
-                cfg.data.dataset + "' (pointnet trains on modelnet40, lenet5 on mnist or " +
-                "fashion_mnist)");
+                cfg.data.dataset + "' (" + fits + ")");
   }
 }
 
@@ -683,10 +700,9 @@ std::int64_t resolve_batch_size(const ExperimentConfig& cfg) {
     throw Error("train.batch_size: " + std::to_string(cfg.train.batch_size) +
                 " is negative (expected >= 1, or 0 for the precision's default)");
   }
-  // The paper's batches: 32 for FP32 and for PointNet (its only setting), 256 for int8 LeNet-5
-  // (an int8 PointNet at 256 would need 8x the activation memory of a 512 MB board's budget).
-  if (cfg.model.precision == "fp32") return 32;
-  if (cfg.model.precision == "int8") return cfg.model.arch == "pointnet" ? 32 : 256;
+  // The paper's batches, per architecture (config/catalogue.hpp).
+  if (cfg.model.precision == "fp32") return architecture(cfg.model.arch).fp32_batch;
+  if (cfg.model.precision == "int8") return architecture(cfg.model.arch).int8_batch;
   throw Error("model.precision: unknown precision '" + cfg.model.precision +
               "', expected fp32 or int8");
 }

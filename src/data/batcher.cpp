@@ -11,12 +11,6 @@
 
 namespace zt::data {
 
-Normalisation normalisation_for(const std::string& dataset) {
-  if (dataset == "mnist") return {0.1307f, 0.3081f};
-  if (dataset == "fashion_mnist") return {0.2860f, 0.3530f};
-  throw Error("unknown dataset '" + dataset + "', expected mnist or fashion_mnist");
-}
-
 Batcher::Batcher(const ImageSet& set, int batch_size, bool shuffle, bool drop_last,
                  std::uint64_t seed, Normalisation norm)
     : set_(set),

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine.hpp"
+#include "zotrain/config/catalogue.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/kernels/quant.hpp"
 #include "zotrain/nn/int8_setup.hpp"
@@ -34,7 +35,7 @@ class Int8Engine final : public Engine {
     trainer_ = std::make_unique<Int8Trainer>(*net_, o);
     integer_sign_ = cfg.int8.sign == "integer";
     const std::size_t in = net_->input_shape().numel() * static_cast<std::size_t>(batch);
-    points_ = cfg.data.dataset == "modelnet40";
+    points_ = config::dataset(cfg.data.dataset).input == config::InputKind::kPoints;
     (points_ ? coords_.resize(in) : pixels_.resize(in));
     x8_.resize(in);
     labels_.resize(static_cast<std::size_t>(batch));

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "engine.hpp"
+#include "zotrain/config/catalogue.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/data/batcher.hpp"
 #include "zotrain/data/idx.hpp"
@@ -59,7 +60,8 @@ RunData load_run_data(const config::ExperimentConfig& cfg, const std::string& ro
   RunData r;
   const int train_limit = static_cast<int>(cfg.data.train_limit);
   const int test_limit = static_cast<int>(cfg.data.test_limit);
-  if (cfg.data.dataset == "modelnet40") {
+  const config::DatasetInfo& info = config::dataset(cfg.data.dataset);
+  if (info.input == config::InputKind::kPoints) {
     auto ds = std::make_shared<data::PointCloudDataset>(
         data::load_modelnet40(root, train_limit, test_limit));
     check_batch(ds->train.count, batch, "point clouds", root);
@@ -84,7 +86,7 @@ RunData load_run_data(const config::ExperimentConfig& cfg, const std::string& ro
       throw Error(root + ": images are " + std::to_string(ds->train.rows) + "x" +
                   std::to_string(ds->train.cols) + ", the model expects " +
                   std::to_string(model_input_floats) + " pixels");
-    const data::Normalisation norm = data::normalisation_for(cfg.data.dataset);
+    const data::Normalisation norm{info.mean, info.std};
     r.train = std::make_unique<ImageSource>(ds->train, batch, true, seed, norm);
     r.test = std::make_unique<ImageSource>(ds->test, batch, false, 0, norm);
     r.train_count = ds->train.count;

@@ -13,11 +13,11 @@
 
 namespace zt::data {
 
+// x = (p / 255 − mean) / std; each image set's values are in the data-set registry
+// (config/catalogue.hpp).
 struct Normalisation {
   float mean = 0.f, std = 1.f;
 };
-// MNIST {0.1307, 0.3081}, Fashion-MNIST {0.2860, 0.3530}; other names throw zt::Error.
-Normalisation normalisation_for(const std::string& dataset);  // "mnist" | "fashion_mnist"
 
 // Holds a reference to `set`, which must outlive the Batcher. Starts at epoch 0.
 class Batcher {

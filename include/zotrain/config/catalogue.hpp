@@ -1,0 +1,39 @@
+// The registries of data sets and architectures: what each is, in one list each, read by the
+// config (choices, help, compatibility, default batch), the data loading (normalisation, input
+// kind), the CLI and the tests. They live in the config layer because the config validates these
+// names; the code that builds a network (nn::make_model) or loads a set (train/run_data.cpp)
+// selects by the same names.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zt::config {
+
+enum class InputKind {
+  kImages,  // 1 × 28 × 28 grey images (IDX files)
+  kPoints,  // N × 3 point clouds (ModelNet40 HDF5 layout)
+};
+
+struct DatasetInfo {
+  const char* name;     // data.dataset
+  InputKind input;
+  float mean, std;      // images: x = (p / 255 − mean) / std (the set's own statistics)
+  const char* summary;  // for --help
+};
+
+struct ArchInfo {
+  const char* name;     // model.arch
+  InputKind input;
+  int fp32_batch;       // train.batch_size 0 = these (the paper's batches)
+  int int8_batch;
+  const char* summary;  // for --help
+};
+
+const std::vector<DatasetInfo>& datasets();
+const DatasetInfo& dataset(std::string_view name);  // throws zt::Error naming the choices
+const std::vector<ArchInfo>& architectures();
+const ArchInfo& architecture(std::string_view name);  // throws zt::Error naming the choices
+
+}  // namespace zt::config

@@ -1,0 +1,50 @@
+#include "zotrain/config/catalogue.hpp"
+
+#include <string>
+
+#include "zotrain/core/error.hpp"
+
+namespace zt::config {
+namespace {
+
+template <class Info>
+const Info& find(const std::vector<Info>& list, std::string_view name, const char* key) {
+  std::string names;
+  for (const Info& i : list) {
+    if (name == i.name) return i;
+    names += (names.empty() ? "" : ", ") + std::string(i.name);
+  }
+  throw Error(std::string(key) + ": unknown value '" + std::string(name) + "', expected one of " +
+              names);
+}
+
+}  // namespace
+
+const std::vector<DatasetInfo>& datasets() {
+  static const std::vector<DatasetInfo> kDatasets = {
+      {"mnist", InputKind::kImages, 0.1307f, 0.3081f, "MNIST digits (IDX files)"},
+      {"fashion_mnist", InputKind::kImages, 0.2860f, 0.3530f, "Fashion-MNIST (IDX files)"},
+      {"modelnet40", InputKind::kPoints, 0.0f, 1.0f,
+       "ModelNet40 point clouds (HDF5 ply_data_*.h5, e.g. the synthetic set from "
+       "--make-synthetic-modelnet)"},
+  };
+  return kDatasets;
+}
+
+const DatasetInfo& dataset(std::string_view name) { return find(datasets(), name, "data.dataset"); }
+
+const std::vector<ArchInfo>& architectures() {
+  // int8 PointNet stays at 32: at 256 it would need 8x the activation memory of a 512 MB
+  // board's budget.
+  static const std::vector<ArchInfo> kArchs = {
+      {"lenet5", InputKind::kImages, 32, 256, "LeNet-5 (images)"},
+      {"pointnet", InputKind::kPoints, 32, 32, "PointNet (point clouds; data.points per sample)"},
+  };
+  return kArchs;
+}
+
+const ArchInfo& architecture(std::string_view name) {
+  return find(architectures(), name, "model.arch");
+}
+
+}  // namespace zt::config

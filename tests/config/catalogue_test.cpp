@@ -1,0 +1,92 @@
+// The data-set and architecture registries: names, what the config derives from them (choices,
+// compatibility, default batch), and the image sets' normalisation constants.
+#include "zotrain/config/catalogue.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "zotrain/config/config.hpp"
+#include "zotrain/config/methods.hpp"
+#include "zotrain/core/error.hpp"
+#include "zotrain/kernels/isa.hpp"
+#include "zotrain/nn/lenet5.hpp"
+
+namespace zt::config {
+namespace {
+
+TEST(Catalogue, NamesAreUniqueAndEveryArchitectureHasADataSet) {
+  std::set<std::string> names;
+  for (const DatasetInfo& d : datasets()) EXPECT_TRUE(names.insert(d.name).second) << d.name;
+  for (const ArchInfo& a : architectures()) {
+    EXPECT_TRUE(names.insert(a.name).second) << a.name;
+    bool fits = false;
+    for (const DatasetInfo& d : datasets()) fits = fits || d.input == a.input;
+    EXPECT_TRUE(fits) << a.name;
+  }
+}
+
+TEST(Catalogue, ImageSetsCarryTheirNormalisation) {
+  EXPECT_FLOAT_EQ(dataset("mnist").mean, 0.1307f);
+  EXPECT_FLOAT_EQ(dataset("mnist").std, 0.3081f);
+  EXPECT_FLOAT_EQ(dataset("fashion_mnist").mean, 0.2860f);
+  EXPECT_FLOAT_EQ(dataset("fashion_mnist").std, 0.3530f);
+  try {
+    dataset("cifar10");
+    FAIL() << "no error for an unknown data set";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("mnist, fashion_mnist, modelnet40"), std::string::npos)
+        << e.what();
+  }
+}
+
+// Every architecture with every data set: the config accepts exactly the pairs whose input kinds
+// match, and the default batch is the registry's for each precision.
+TEST(Catalogue, ConfigAcceptsMatchingPairsAndTakesTheDefaultBatch) {
+  for (const ArchInfo& a : architectures()) {
+    for (const DatasetInfo& d : datasets()) {
+      for (const char* precision : {"fp32", "int8"}) {
+        const std::string json = std::string(R"({"model": {"arch": ")") + a.name +
+                                 R"(", "precision": ")" + precision +
+                                 R"("}, "data": {"dataset": ")" + d.name +
+                                 R"("}, "optimizer": {"name": "sgd"}})";
+        if (a.input == d.input) {
+          const ExperimentConfig c = parse_config(json, "test", {});
+          EXPECT_EQ(resolve_batch_size(c),
+                    std::string(precision) == "fp32" ? a.fp32_batch : a.int8_batch)
+              << a.name << " " << precision;
+        } else {
+          EXPECT_THROW(parse_config(json, "test", {}), Error) << a.name << " on " << d.name;
+        }
+      }
+    }
+  }
+}
+
+// The network factory (nn::make_model) builds every registered architecture, with the input its
+// registry entry names.
+TEST(Catalogue, EveryArchitectureBuildsWithItsInputKind) {
+  for (const ArchInfo& a : architectures()) {
+    const auto m = nn::make_model(a.name, kernels::Isa::kReference, 64);
+    const std::vector<int> want = a.input == InputKind::kImages ? std::vector<int>{1, 28, 28}
+                                                                : std::vector<int>{64, 3};
+    EXPECT_EQ(m->input_shape().dims, want) << a.name;
+  }
+}
+
+TEST(Catalogue, MethodNamesAndNamedSettingsResolve) {
+  for (const MethodInfo& m : methods()) EXPECT_EQ(find_method(m.name), &m);
+  for (const NamedSetting& s : named_settings()) {
+    ASSERT_NE(find_method(s.method), nullptr) << s.key;
+    const int c = s.partition(5);
+    EXPECT_GE(c, 0);
+    EXPECT_LE(c, 5);
+  }
+  EXPECT_EQ(find_method("sgd"), nullptr);
+  EXPECT_EQ(named_setting_keys(), "full_bp, full_zo, cls1, cls2");
+}
+
+}  // namespace
+}  // namespace zt::config
