@@ -1,6 +1,7 @@
 #include "zotrain/train/fp32_trainer.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "zotrain/core/error.hpp"
@@ -20,7 +21,10 @@ using telemetry::Phase;
 using telemetry::ScopedPhase;
 
 Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
-    : model_(model), opt_(options), perturb_(kernels::select_perturb_gaussian_f32(options.isa)) {
+    : model_(model),
+      opt_(options),
+      perturb_(kernels::select_perturb_gaussian_f32(options.isa)),
+      estimator_(make_estimator(options.estimator, options.queries)) {
   const int L = model_.num_parametric();
   ZT_CHECK(opt_.partition >= 0 && opt_.partition <= L);
   ZT_CHECK(opt_.batch_size >= 1);
@@ -413,6 +417,94 @@ void Fp32Trainer::backward_point_tail(int n, int set, const float* dpool, float*
   }
 }
 
+// The FP32 ZoExecutor of one step: θ_{1..C} perturbed in place by the ε-scaled Gaussian z_i
+// (stream fp32_perturbation_stream(i) of the step seed), probes that keep the loss (and, for
+// backprop, the error signal of the last pass), g_i the clipped finite difference, and the
+// update merged with the last query's restore.
+class Fp32Trainer::ZoStep final : public ZoExecutor {
+ public:
+  ZoStep(Fp32Trainer& t, const float* x, const std::uint8_t* labels, int n,
+         std::uint64_t step_seed, float lr_zo, bool bp, telemetry::PhaseTimes& times)
+      : t_(t), x_(x), labels_(labels), n_(n), seed_(step_seed), lr_(lr_zo), bp_(bp),
+        times_(times), theta_(t.model_.param_data()) {}
+
+  void perturb(int query, int k) override {
+    telemetry::ScopedPhase p(times_, telemetry::Phase::kZoPerturb);
+    t_.perturb_(theta_, t_.zo_params_, seed_, seeds::fp32_perturbation_stream(query), 0,
+                static_cast<float>(k) * t_.opt_.eps);
+  }
+
+  void probe(int, ProbeSide side) override {
+    const int classes = t_.model_.num_classes();
+    const float* logits;
+    if (side == ProbeSide::kPlus) {
+      // BatchNorm running statistics move once per step, from the − pass (the one backprop
+      // uses); both passes normalise with their batch statistics.
+      {
+        telemetry::ScopedPhase p(times_, telemetry::Phase::kForward);
+        t_.model_.set_update_running_stats(false);
+        logits = t_.forward(x_, n_, t_.sets_ == 2 ? 1 : 0);
+        t_.model_.set_update_running_stats(true);
+      }
+      telemetry::ScopedPhase p(times_, telemetry::Phase::kLoss);
+      float* dlogits_plus = t_.sets_ == 2 ? t_.arena_.get(t_.h_dlogits_[1]) : nullptr;
+      loss_plus_ = kernels::softmax_xent_f32(n_, classes, logits, labels_, dlogits_plus, nullptr);
+    } else {
+      {
+        telemetry::ScopedPhase p(times_, telemetry::Phase::kForward);
+        logits = t_.forward(x_, n_, 0);
+      }
+      telemetry::ScopedPhase p(times_, telemetry::Phase::kLoss);
+      loss_minus_ = kernels::softmax_xent_f32(n_, classes, logits, labels_,
+                                              bp_ ? t_.arena_.get(t_.h_dlogits_[0]) : nullptr,
+                                              &correct_);
+    }
+  }
+
+  double estimate(int) override {
+    telemetry::ScopedPhase p(times_, telemetry::Phase::kLoss);
+    const double g = (loss_plus_ - loss_minus_) / (2.0 * t_.opt_.eps);
+    const double clip = t_.opt_.grad_clip;
+    clipped_ = clipped_ || g > clip || g < -clip;
+    loss_sum_ += 0.5 * (loss_plus_ + loss_minus_);
+    ++queries_;
+    return std::clamp(g, -clip, clip);
+  }
+
+  void update(std::span<const double> g) override {
+    telemetry::ScopedPhase p(times_, telemetry::Phase::kZoUpdate);
+    const int q = static_cast<int>(g.size());
+    for (int i = 0; i < q; ++i) {
+      const float restore = i == q - 1 ? t_.opt_.eps : 0.0f;
+      const double gi = q == 1 ? g[0] : g[static_cast<std::size_t>(i)] / q;
+      t_.perturb_(theta_, t_.zo_params_, seed_, seeds::fp32_perturbation_stream(i), 0,
+                  restore - lr_ * static_cast<float>(gi));
+      g_sum_ += g[static_cast<std::size_t>(i)];
+    }
+  }
+
+  void finish(StepStats& st) const {
+    st.loss = loss_sum_ / queries_;
+    st.g = g_sum_ / queries_;
+    st.clipped = clipped_;
+    st.correct = correct_;
+  }
+
+ private:
+  Fp32Trainer& t_;
+  const float* x_;
+  const std::uint8_t* labels_;
+  int n_;
+  std::uint64_t seed_;
+  float lr_;
+  bool bp_;
+  telemetry::PhaseTimes& times_;
+  float* theta_;
+  double loss_plus_ = 0, loss_minus_ = 0, loss_sum_ = 0, g_sum_ = 0;
+  int queries_ = 0, correct_ = 0;
+  bool clipped_ = false;
+};
+
 StepStats Fp32Trainer::step(const float* x, const std::uint8_t* labels, int n,
                             std::uint64_t step_seed, float lr_zo, float lr_bp,
                             telemetry::PhaseTimes& times) {
@@ -420,7 +512,6 @@ StepStats Fp32Trainer::step(const float* x, const std::uint8_t* labels, int n,
   const int L = model_.num_parametric();
   const bool zo = opt_.partition > 0, bp = opt_.partition < L;
   const int classes = model_.num_classes();
-  float* theta = model_.param_data();
   float* dlogits = arena_.get(h_dlogits_[0]);
   if (bp) std::memset(grad_, 0, bp_params_ * sizeof(float));
 
@@ -435,51 +526,11 @@ StepStats Fp32Trainer::step(const float* x, const std::uint8_t* labels, int n,
       st.loss = kernels::softmax_xent_f32(n, classes, logits, labels, dlogits, &st.correct);
     }
   } else {
-    const float eps = opt_.eps;
-    const int set_plus = sets_ == 2 ? 1 : 0;
+    ZoStep zo_step(*this, x, labels, n, step_seed, lr_zo, bp, times);
+    std::array<double, kMaxQueries> g{};
+    estimator_->step(zo_step, g);
+    zo_step.finish(st);
     float* dlogits_plus = sets_ == 2 ? arena_.get(h_dlogits_[1]) : nullptr;
-    {
-      ScopedPhase t(times, Phase::kZoPerturb);
-      perturb_(theta, zo_params_, step_seed, seeds::kFp32Perturbation, 0, eps);
-    }
-    const float* logits;
-    {
-      // BatchNorm running statistics move once per step, from the − pass (the one backprop
-      // uses); both passes normalise with their batch statistics.
-      ScopedPhase t(times, Phase::kForward);
-      model_.set_update_running_stats(false);
-      logits = forward(x, n, set_plus);
-      model_.set_update_running_stats(true);
-    }
-    double loss_plus;
-    {
-      ScopedPhase t(times, Phase::kLoss);
-      loss_plus = kernels::softmax_xent_f32(n, classes, logits, labels, dlogits_plus, nullptr);
-    }
-    {
-      ScopedPhase t(times, Phase::kZoPerturb);
-      perturb_(theta, zo_params_, step_seed, seeds::kFp32Perturbation, 0, -2.0f * eps);
-    }
-    {
-      ScopedPhase t(times, Phase::kForward);
-      logits = forward(x, n, 0);
-    }
-    double loss_minus;
-    {
-      ScopedPhase t(times, Phase::kLoss);
-      loss_minus = kernels::softmax_xent_f32(n, classes, logits, labels, bp ? dlogits : nullptr,
-                                             &st.correct);
-      double g = (loss_plus - loss_minus) / (2.0 * eps);
-      const double clip = opt_.grad_clip;
-      st.clipped = g > clip || g < -clip;
-      st.g = std::clamp(g, -clip, clip);
-      st.loss = 0.5 * (loss_plus + loss_minus);
-    }
-    {
-      ScopedPhase t(times, Phase::kZoUpdate);
-      perturb_(theta, zo_params_, step_seed, seeds::kFp32Perturbation, 0,
-               eps - lr_zo * static_cast<float>(st.g));
-    }
     if (bp && sets_ == 2) {
       // Average of both passes' gradients: halve both error signals and accumulate.
       ScopedPhase t(times, Phase::kBackward);

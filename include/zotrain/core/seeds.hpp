@@ -9,8 +9,9 @@
 //             ├─ layer_init(seed, i): FP32 initialisation of layer i (PyTorch's defaults)
 //             ├─ int8_init(seed): NITI initialisation of the int8 network
 //             └─ step(seed, t): training step t (global step count), from which
-//                   ├─ FP32: the Gaussian z of kernels/perturb.hpp, stream kFp32Perturbation
-//                   ├─ int8_perturbation(step seed): the sparse int8 perturbation's key
+//                   ├─ FP32: the Gaussian z of query q: kernels/perturb.hpp, stream
+//                   │    fp32_perturbation_stream(q)
+//                   ├─ int8_perturbation(step seed, q): the sparse int8 perturbation's key
 //                   └─ int8_loss_rounding(step seed): the StoShift words of the int8 loss error
 //   synthetic point-cloud seed (--synthetic-seed) ── synthetic_sample(seed, split, index)
 //
@@ -43,11 +44,17 @@ inline std::uint64_t step(std::uint64_t seed, std::int64_t global_step) {
   return mix64(seed ^ mix64(0x5eed0000ULL + static_cast<std::uint64_t>(global_step)));
 }
 
-// The Gaussian perturbation stream of FP32 ZO (kernels/perturb.hpp's `stream` argument).
+// The Gaussian perturbation stream of FP32 ZO (kernels/perturb.hpp's `stream` argument) of
+// query q of a step (train/zo_estimator.hpp): kFp32Perturbation + q.
 inline constexpr std::uint64_t kFp32Perturbation = 0;
+inline std::uint64_t fp32_perturbation_stream(int query) {
+  return kFp32Perturbation + static_cast<std::uint64_t>(query);
+}
 
-inline std::uint64_t int8_perturbation(std::uint64_t step_seed) {
-  return mix64(step_seed ^ 0x7a0a7a0a5eedULL);
+// The key of the sparse int8 perturbation of query q of a step.
+inline std::uint64_t int8_perturbation(std::uint64_t step_seed, int query = 0) {
+  const std::uint64_t key = mix64(step_seed ^ 0x7a0a7a0a5eedULL);
+  return query == 0 ? key : mix64(key + static_cast<std::uint64_t>(query));
 }
 
 inline std::uint64_t int8_loss_rounding(std::uint64_t step_seed) {

@@ -60,6 +60,7 @@
 #include "zotrain/nn/model.hpp"
 #include "zotrain/telemetry/phases.hpp"
 #include "zotrain/train/optimizer.hpp"
+#include "zotrain/train/zo_estimator.hpp"
 
 namespace zt::train {
 
@@ -79,16 +80,19 @@ struct Fp32TrainerOptions {
   BpActivations bp_activations = BpActivations::kMinus;
   kernels::Isa isa = kernels::best_isa();  // for the perturbation kernel
   MemoryPlan plan = MemoryPlan::kLean;
+  // The ZO estimator (train/zo_estimator.hpp) and its number of queries q.
+  std::string estimator = "two_sided";
+  int queries = 1;
   // Lean plan: points per chunk, 0 = automatic; otherwise a multiple of
   // nn::BatchNorm::kStatRowBlock (32) or at least N.
   int chunk_points = 0;
 };
 
 struct StepStats {
-  double loss = 0;       // mean loss of the batch (ZO: (ℓ+ + ℓ−)/2)
+  double loss = 0;       // mean loss of the batch (ZO: (ℓ+ + ℓ−)/2, averaged over the queries)
   int correct = 0;       // argmax hits on the last forward pass
-  double g = 0;          // projected gradient after clipping (0 for Full BP)
-  bool clipped = false;
+  double g = 0;          // projected gradient after clipping, mean over queries (0 for Full BP)
+  bool clipped = false;  // any query's g was clipped
 };
 
 struct EvalStats {
@@ -174,6 +178,8 @@ class Fp32Trainer {
   std::size_t tail_rows_ = 0;
   int h_tail_[2] = {-1, -1}, h_tail_argmax_ = -1;
   kernels::PerturbGaussianF32Fn perturb_;
+  std::unique_ptr<ZoEstimator> estimator_;
+  class ZoStep;  // the ZoExecutor of one step (fp32_trainer.cpp)
 };
 
 }  // namespace zt::train

@@ -1,0 +1,57 @@
+// The zeroth-order estimator seam: every ZO step, FP32 and int8, in training and in
+// `zotrain bench`, runs as ZoEstimator::step() over a ZoExecutor (docs/design.md §4, §6).
+//
+// The executor owns θ_{1..C}, the perturbation source and the forward passes:
+//   perturb(i, k)   θ_{1..C} += k · z_i, z_i regenerated from the step seed and query i
+//                   (FP32: ε-scaled Gaussian; int8: sparse uniform integers), k ∈ {+1, −1, −2, …}
+//   probe(i, side)  a forward pass at the current θ, keeping what estimate(i) needs
+//   estimate(i)     the projected gradient g_i of query i from its two probes (FP32: the clipped
+//                   finite difference; int8: the sign, float or integer-only)
+//   update(g)       the update θ_{1..C} −= η · (1/q) Σ_i g_i z_i; the restore of the last query
+//                   (+1 · z_{q−1}) is merged into it, as ElasticZO merges restore and update
+// The estimator decides which probes a step takes, in which order, and with how many queries q.
+// A new estimator is one file in src/train/estimators/ plus one line in the registry
+// (src/train/zo_estimator.cpp).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zt::train {
+
+inline constexpr int kMaxQueries = 64;
+
+enum class ProbeSide { kPlus, kMinus };
+
+class ZoExecutor {
+ public:
+  virtual ~ZoExecutor() = default;
+  virtual void perturb(int query, int k) = 0;
+  virtual void probe(int query, ProbeSide side) = 0;
+  virtual double estimate(int query) = 0;
+  virtual void update(std::span<const double> g) = 0;  // g.size() = queries
+};
+
+class ZoEstimator {
+ public:
+  virtual ~ZoEstimator() = default;
+  virtual int queries() const = 0;
+  // One ZO step; writes g_i of each query into g (g.size() ≥ queries()).
+  virtual void step(ZoExecutor& ex, std::span<double> g) const = 0;
+};
+
+struct EstimatorInfo {
+  const char* name;     // config value of zo.estimator
+  const char* summary;  // for --help
+  std::unique_ptr<ZoEstimator> (*make)(int queries);
+};
+
+const std::vector<EstimatorInfo>& estimators();
+// Throws zt::Error naming the choices for an unknown name, or for queries outside
+// [1, kMaxQueries].
+std::unique_ptr<ZoEstimator> make_estimator(std::string_view name, int queries);
+
+}  // namespace zt::train

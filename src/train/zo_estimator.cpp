@@ -1,0 +1,35 @@
+#include "zotrain/train/zo_estimator.hpp"
+
+#include <string>
+
+#include "zotrain/core/error.hpp"
+
+namespace zt::train {
+
+// Each estimator's factory (src/train/estimators/<name>.cpp).
+std::unique_ptr<ZoEstimator> make_two_sided(int queries);
+
+const std::vector<EstimatorInfo>& estimators() {
+  static const std::vector<EstimatorInfo> kEstimators = {
+      {"two_sided",
+       "two-sided SPSA: L(θ + εz) and L(θ − εz) per query, g = their difference / 2ε (the paper's)",
+       &make_two_sided},
+  };
+  return kEstimators;
+}
+
+std::unique_ptr<ZoEstimator> make_estimator(std::string_view name, int queries) {
+  if (queries < 1 || queries > kMaxQueries) {
+    throw Error("zo.queries: " + std::to_string(queries) + ", expected 1.." +
+                std::to_string(kMaxQueries));
+  }
+  std::string names;
+  for (const EstimatorInfo& e : estimators()) {
+    if (name == e.name) return e.make(queries);
+    names += (names.empty() ? "" : ", ") + std::string(e.name);
+  }
+  throw Error("zo.estimator: unknown estimator '" + std::string(name) + "', expected one of " +
+              names);
+}
+
+}  // namespace zt::train
