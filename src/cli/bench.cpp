@@ -42,8 +42,8 @@
 #include "zotrain/nn/lenet5.hpp"
 #include "zotrain/telemetry/phases.hpp"
 #include "zotrain/train/fp32_trainer.hpp"
-#include "zotrain/train/int8_float.hpp"
 #include "zotrain/train/int8_trainer.hpp"
+#include "zotrain/train/int8_zo.hpp"
 
 namespace zt::cli {
 namespace {
@@ -424,7 +424,8 @@ class Fp32Step final : public StepRunner {
   std::vector<std::uint8_t> y_;
 };
 
-// As the int8 engine's step with int8.sign = float (the paper's INT8), minus its loss reporting.
+// The int8 engine's step (train/int8_zo.hpp) with int8.sign = float (the paper's INT8), minus its loss
+// reporting.
 class Int8Step final : public StepRunner {
  public:
   Int8Step(const Method& m, int batch, int threads, Isa isa) : n_(batch) {
@@ -437,6 +438,7 @@ class Int8Step final : public StepRunner {
     o.batch_size = batch;
     o.threads = threads;
     trainer_ = std::make_unique<train::Int8Trainer>(*net_, o);
+    estimator_ = train::make_estimator("two_sided", 1);
     h_.zero_threshold = std::uint64_t(0.33 * 4294967296.0);  // the default p_zero schedule's start
     std::mt19937 rng(7);
     std::vector<std::uint8_t> pixels(net_->input_shape().numel() * std::size_t(batch));
@@ -447,13 +449,8 @@ class Int8Step final : public StepRunner {
     for (auto& l : y_) l = std::uint8_t(rng() % 10);
   }
   void step(std::uint64_t seed, telemetry::PhaseTimes& times) override {
-    trainer_->forward_passes(x_.data(), kPixelExponent, n_, seed, h_);
-    int g = 0;
-    if (trainer_->zo_weights() > 0) {
-      telemetry::ScopedPhase t(times, telemetry::Phase::kLoss);
-      g = train::float_sign(trainer_->logits_plus(), trainer_->logits_minus(), y_.data(), n_, net_->num_classes());
-    }
-    trainer_->finish(y_.data(), g, seed, h_);
+    train::int8_step(*trainer_, *estimator_, x_.data(), kPixelExponent, n_, y_.data(), net_->num_classes(), seed,
+                     h_, train::Int8Sign::kFloat);
     const auto ns = trainer_->take_phase_ns();
     for (int p = 0; p < telemetry::kNumPhases; ++p)
       times.add(static_cast<telemetry::Phase>(p), double(ns[std::size_t(p)]) * 1e-9);
@@ -463,6 +460,7 @@ class Int8Step final : public StepRunner {
   int n_;
   std::unique_ptr<nn::Int8Net> net_;
   std::unique_ptr<train::Int8Trainer> trainer_;
+  std::unique_ptr<train::ZoEstimator> estimator_;
   train::Int8Hyper h_;
   std::vector<std::int8_t> x_;
   std::vector<std::uint8_t> y_;

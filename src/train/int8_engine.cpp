@@ -8,6 +8,7 @@
 #include "engine.hpp"
 #include "zotrain/config/catalogue.hpp"
 #include "zotrain/core/error.hpp"
+#include "zotrain/train/int8_zo.hpp"
 #include "zotrain/kernels/quant.hpp"
 #include "zotrain/nn/int8_setup.hpp"
 #include "zotrain/nn/lenet5.hpp"
@@ -33,6 +34,7 @@ class Int8Engine final : public Engine {
     o.batch_size = batch;
     o.threads = threads;
     trainer_ = std::make_unique<Int8Trainer>(*net_, o);
+    estimator_ = make_estimator("two_sided", 1);
     integer_sign_ = cfg.int8.sign == "integer";
     const std::size_t in = net_->input_shape().numel() * static_cast<std::size_t>(batch);
     points_ = config::dataset(cfg.data.dataset).input == config::InputKind::kPoints;
@@ -99,17 +101,14 @@ class Int8Engine final : public Engine {
     const bool zo = trainer_->zo_weights() > 0;
     EngineStep r;
     r.n = n;
-    trainer_->forward_passes(x8_.data(), x_exp_, n, step_seed, h_);
-    int g = 0;
+    // The step's sign is integer_sign_'s; the other one is computed only to log their agreement.
+    const Int8StepResult s =
+        int8_step(*trainer_, *estimator_, x8_.data(), x_exp_, n, labels_.data(), classes,
+                  step_seed, h_, integer_sign_ ? Int8Sign::kInteger : Int8Sign::kFloat);
     if (zo) {
-      // The step's sign; the other one is computed only to log their agreement.
-      const int gi = trainer_->integer_sign(labels_.data());
-      const int gf = float_sign(trainer_->logits_plus(), trainer_->logits_minus(), labels_.data(), n, classes);
-      g = integer_sign_ ? gi : gf;
-      r.sign_agree = gi == gf ? 1 : 0;
-      r.g = g;
+      r.sign_agree = s.sign_agree ? 1 : 0;
+      r.g = s.g;
     }
-    trainer_->finish(labels_.data(), g, step_seed, h_);
     const auto ns = trainer_->take_phase_ns();
     for (int p = 0; p < telemetry::kNumPhases; ++p)
       times.add(static_cast<telemetry::Phase>(p), static_cast<double>(ns[static_cast<std::size_t>(p)]) * 1e-9);
@@ -209,6 +208,7 @@ class Int8Engine final : public Engine {
   std::size_t macs_ = 0;
   std::unique_ptr<nn::Int8Net> net_;
   std::unique_ptr<Int8Trainer> trainer_;
+  std::unique_ptr<ZoEstimator> estimator_;
   bool integer_sign_ = false;
   Int8Hyper h_;
   bool points_ = false;

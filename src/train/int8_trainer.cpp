@@ -38,8 +38,8 @@ class Timed {
   std::int64_t t0_;
 };
 
-kernels::PerturbS8Params perturbation(std::uint64_t step_seed, const Int8Hyper& h) {
-  return {seeds::int8_perturbation(step_seed), h.zero_threshold, h.r_max};
+kernels::PerturbS8Params perturbation(std::uint64_t step_seed, int query, const Int8Hyper& h) {
+  return {seeds::int8_perturbation(step_seed, query), h.zero_threshold, h.r_max};
 }
 
 }  // namespace
@@ -169,34 +169,33 @@ int Int8Trainer::forward_tail(int n, int ex) {
   return ex + l.exponent + shift;
 }
 
-void Int8Trainer::forward_passes(const std::int8_t* x, int exponent, int n,
-                                 std::uint64_t step_seed, const Int8Hyper& h) {
+void Int8Trainer::begin(const std::int8_t* x, int exponent, int n) {
   ZT_CHECK(n > 0 && n <= opt_.batch_size);
   n_ = n;
   input_ = x;
   input_exp_ = exponent;
-  if (zo_weights_ == 0) {
-    Timed t(ns_, Phase::kForward);
-    forward(n);
-    return;
-  }
-  const kernels::PerturbS8Params p = perturbation(step_seed, h);
-  {
-    Timed t(ns_, Phase::kZoPerturb);
-    perturb_(net_.weights(), zo_weights_, 0, p, +1);
-  }
-  {
-    Timed t(ns_, Phase::kForward);
-    forward(n);
-    std::memcpy(plus_logits_, last_logits(), static_cast<std::size_t>(n) * static_cast<std::size_t>(net_.num_classes()));
+}
+
+void Int8Trainer::perturb(std::uint64_t step_seed, int query, int k, const Int8Hyper& h) {
+  ZT_CHECK(zo_weights_ > 0);
+  Timed t(ns_, Phase::kZoPerturb);
+  perturb_(net_.weights(), zo_weights_, 0, perturbation(step_seed, query, h), k);
+}
+
+void Int8Trainer::probe(bool plus) {
+  Timed t(ns_, Phase::kForward);
+  forward(n_);
+  if (plus) {
+    std::memcpy(plus_logits_, last_logits(),
+                static_cast<std::size_t>(n_) * static_cast<std::size_t>(net_.num_classes()));
     plus_exp_ = last_exp_;
   }
-  {
-    Timed t(ns_, Phase::kZoPerturb);
-    perturb_(net_.weights(), zo_weights_, 0, p, -2);
-  }
-  Timed t(ns_, Phase::kForward);
-  forward(n);
+}
+
+void Int8Trainer::zo_update(std::uint64_t step_seed, int query, int g, const Int8Hyper& h) {
+  ZT_CHECK(zo_weights_ > 0);
+  Timed t(ns_, Phase::kZoUpdate);
+  zo_update_(net_.weights(), zo_weights_, 0, perturbation(step_seed, query, h), g, h.b_zo);
 }
 
 int Int8Trainer::integer_sign(const std::uint8_t* labels) const {
@@ -205,12 +204,8 @@ int Int8Trainer::integer_sign(const std::uint8_t* labels) const {
                              last_exp_, labels);
 }
 
-void Int8Trainer::finish(const std::uint8_t* labels, int g, std::uint64_t step_seed,
-                         const Int8Hyper& h) {
-  if (zo_weights_ > 0) {
-    Timed t(ns_, Phase::kZoUpdate);
-    zo_update_(net_.weights(), zo_weights_, 0, perturbation(step_seed, h), g, h.b_zo);
-  }
+void Int8Trainer::backprop(const std::uint8_t* labels, std::uint64_t step_seed,
+                           const Int8Hyper& h) {
   const int layers = net_.size();
   if (seg_ == layers) return;
   std::int8_t* err[2] = {arena_.get<std::int8_t>(h_err_[0]),

@@ -15,6 +15,7 @@
 #include "zotrain/nn/pointnet.hpp"
 #include "zotrain/train/int8_float.hpp"
 #include "zotrain/train/int8_trainer.hpp"
+#include "zotrain/train/int8_zo.hpp"
 
 namespace zt::train {
 namespace {
@@ -49,6 +50,7 @@ std::vector<std::int8_t> train(int partition, int threads, int steps, bool integ
   o.batch_size = kBatch;
   o.threads = threads;
   Int8Trainer t(*net, o);
+  const auto estimator = make_estimator("two_sided", 1);
   Int8Hyper h;
   h.r_max = 7;
   h.zero_threshold = std::uint64_t{1} << 31;  // p_zero = 0.5
@@ -56,12 +58,9 @@ std::vector<std::int8_t> train(int partition, int threads, int steps, bool integ
     const Batch b = make_batch(100 + static_cast<std::uint64_t>(s));
     std::vector<std::int8_t> x(b.pixels.size());
     kernels::quantize_pixels_s8(b.pixels.data(), b.pixels.size(), x.data());
-    t.forward_passes(x.data(), kernels::kPixelExponent, kBatch, 1000 + static_cast<std::uint64_t>(s), h);
-    int g = 0;
-    if (t.zo_weights() > 0)
-      g = integer_sign ? t.integer_sign(b.labels.data())
-                       : float_sign(t.logits_plus(), t.logits_minus(), b.labels.data(), kBatch, 10);
-    t.finish(b.labels.data(), g, 1000 + static_cast<std::uint64_t>(s), h);
+    int8_step(t, *estimator, x.data(), kernels::kPixelExponent, kBatch, b.labels.data(), 10,
+              1000 + static_cast<std::uint64_t>(s), h,
+              integer_sign ? Int8Sign::kInteger : Int8Sign::kFloat);
   }
 #ifdef ZT_OPENMP
   omp_set_num_threads(saved);
@@ -140,6 +139,7 @@ PointRun train_points(int points, int partition, bool lean, int steps) {
   o.batch_size = kB;
   o.lean = lean;
   Int8Trainer t(*net, o);
+  const auto estimator = make_estimator("two_sided", 1);
   Int8Hyper h;
   h.r_max = 3;
   SplitMix64 rng(9);
@@ -148,9 +148,8 @@ PointRun train_points(int points, int partition, bool lean, int steps) {
   for (int s = 0; s < steps; ++s) {
     for (auto& v : x) v = static_cast<std::int8_t>(static_cast<int>(rng.below(129)) - 64);
     for (auto& l : y) l = static_cast<std::uint8_t>(rng.below(nn::kPointNetClasses));
-    t.forward_passes(x.data(), -6, kB, 500 + static_cast<std::uint64_t>(s), h);
-    const int g = t.zo_weights() > 0 ? t.integer_sign(y.data()) : 0;
-    t.finish(y.data(), g, 500 + static_cast<std::uint64_t>(s), h);
+    int8_step(t, *estimator, x.data(), -6, kB, y.data(), nn::kPointNetClasses,
+              500 + static_cast<std::uint64_t>(s), h, Int8Sign::kInteger);
   }
   PointRun r;
   r.weights.assign(net->weights(), net->weights() + net->num_weights());

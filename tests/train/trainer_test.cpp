@@ -233,6 +233,31 @@ TEST_P(EveryMethod, ReducesTheLossOfATinyProblem) {
   EXPECT_LT(after, 0.9 * before) << GetParam().name << ": " << before << " -> " << after;
 }
 
+// Several queries per step (two_sided, q = 4): ElasticZO still lowers the loss, and it is a
+// different step from q = 1 (other directions are probed).
+TEST(EstimatorQueries, SeveralQueriesLowerTheLossOfATinyProblem) {
+  std::vector<float> after_one;
+  for (int q : {1, 4}) {
+    auto model = tiny_mlp();
+    Fp32TrainerOptions o;
+    o.partition = 1;
+    o.batch_size = 16;
+    o.eps = 1e-3f;
+    o.grad_clip = 10.0f;
+    o.queries = q;
+    Fp32Trainer tr(*model, o);
+    const Batch b = random_batch(16, 6, 4, 31);
+    const double before = tr.loss(b.x.data(), b.y.data(), 16);
+    telemetry::PhaseTimes t;
+    for (int s = 0; s < 400; ++s) tr.step(b.x.data(), b.y.data(), 16, mix64(s), 0.02f, 0.1f, t);
+    const double after = tr.loss(b.x.data(), b.y.data(), 16);
+    EXPECT_LT(after, 0.9 * before) << "q = " << q << ": " << before << " -> " << after;
+    std::vector<float> w(model->param_data(), model->param_data() + model->num_params());
+    if (q == 1) after_one = w;
+    else EXPECT_NE(w, after_one);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Registry, EveryMethod, ::testing::ValuesIn(config::methods()),
                          [](const auto& info) { return std::string(info.param.name); });
 

@@ -1,13 +1,15 @@
 // Int8 training of an Int8Net by integer arithmetic only (docs/design.md §5–6): NITI backprop
 // (C = 0), int8 Full ZO (C = L) and ElasticZO-INT8 (0 < C < L, Algorithm 2).
 //
-// A step is two calls so that the ZO gradient sign can come from either side:
-//   forward_passes()  — ZO: θ_{1..C} += z, forward (+ logits), θ −= 2z, forward (− logits);
-//                       C = 0: one forward. z is sparse uniform int8, regenerated from the seed.
-//   sign: integer_sign() (INT8*, Eqs. 9–12, integer only) or a float comparison of the two
-//         losses made by the caller (the paper's INT8 variant; see int8_float.hpp).
-//   finish(g)         — ZO update merged with the restore (θ += z, θ −= PstoShift(g·z)), then
-//                       backprop of layers C+1..L from the integer loss error of the − pass.
+// A step is made of primitives that the ZO estimator seam drives (train/int8_zo.hpp, which also
+// supplies the sign, integer-only or float):
+//   begin(x)             the batch
+//   perturb(i, k)        θ_{1..C} += k·z_i, z_i sparse uniform int8 regenerated from the step
+//                        seed and query i
+//   probe(plus)          a forward pass (the + pass keeps its logits)
+//   zo_update(g)         the update merged with the restore (θ += z, θ −= PstoShift(g·z))
+//   backprop()           layers C+1..L from the integer loss error of the last (−) pass
+// C = 0 (NITI): begin, probe, backprop.
 // This header and src/train/int8_trainer.cpp are integer-only (the aarch64 test build compiles
 // them with -mgeneral-regs-only); phase times are kept as integer nanoseconds.
 //
@@ -68,13 +70,16 @@ class Int8Trainer {
   Int8Trainer(nn::Int8Net& net, const Int8TrainerOptions& options);
 
   // x [n, input] int8 with exponent `exponent` (e.g. pixels p >> 1 with −7), n ≤ batch_size;
-  // x must stay valid until finish().
-  void forward_passes(const std::int8_t* x, int exponent, int n, std::uint64_t step_seed,
-                      const Int8Hyper& h);
+  // x must stay valid until backprop().
+  void begin(const std::int8_t* x, int exponent, int n);
+  void perturb(std::uint64_t step_seed, int query, int k, const Int8Hyper& h);  // ZO only
+  void probe(bool plus);  // a forward pass; plus: keep the logits as logits_plus()
+  // ZO only: the merged restore + update of query `query` with sign g (−1, 0, +1).
+  void zo_update(std::uint64_t step_seed, int query, int g, const Int8Hyper& h);
+  void backprop(const std::uint8_t* labels, std::uint64_t step_seed, const Int8Hyper& h);
   Int8Logits logits_plus() const { return {plus_logits_, plus_exp_}; }    // ZO only
   Int8Logits logits_minus() const { return {last_logits(), last_exp_}; }  // the last pass
   int integer_sign(const std::uint8_t* labels) const;  // −1, 0, +1 (ZO only)
-  void finish(const std::uint8_t* labels, int g, std::uint64_t step_seed, const Int8Hyper& h);
 
   // Forward at the current weights (evaluation).
   Int8Logits infer(const std::int8_t* x, int exponent, int n);

@@ -1,0 +1,32 @@
+// One int8 training step through the ZO estimator seam (train/zo_estimator.hpp): the executor
+// perturbs θ_{1..C} of an Int8Trainer by the sparse uniform int8 z, probes with its forward
+// passes, and estimates g as a sign — the integer-only one (INT8*, Eqs. 9–12) or the float
+// comparison of dequantised losses (the paper's INT8), both computed so that their agreement
+// can be logged. Used by the int8 engine and by `zotrain bench`, so both time the same step.
+// Floating point appears only in the float sign (train/int8_float.hpp); the trainer stays
+// integer-only.
+#pragma once
+
+#include <cstdint>
+
+#include "zotrain/train/int8_trainer.hpp"
+#include "zotrain/train/zo_estimator.hpp"
+
+namespace zt::train {
+
+enum class Int8Sign { kFloat, kInteger };
+
+struct Int8StepResult {
+  int g = 0;               // the sign the update used (0 for NITI, C = 0)
+  bool sign_agree = false; // integer and float signs agreed (ZO only)
+};
+
+// x [n, input] int8 with exponent `exponent`, labels [n]. The estimator must have one query:
+// the int8 update merges the restore of the perturbation into a rounded update, which has no
+// exact inverse to restore earlier queries with.
+Int8StepResult int8_step(Int8Trainer& trainer, const ZoEstimator& estimator,
+                         const std::int8_t* x, int exponent, int n, const std::uint8_t* labels,
+                         int classes, std::uint64_t step_seed, const Int8Hyper& h,
+                         Int8Sign sign);
+
+}  // namespace zt::train
