@@ -4,6 +4,11 @@
 // f_neon (and f_neon_dot where the dot product changes anything):
 //   ZT_NEON_FN(f)      &f_neon where built, else &f_portable
 //   ZT_NEON_DOT_FN(f)  &f_neon_dot where built, else ZT_NEON_FN(f)
+//   ZT_SELECT(isa, f)  the select_* body: f_ref, f_portable, f_neon or f_neon_dot by isa (the
+//                      one dispatch of every kernel family; a path a family lacks falls back as
+//                      above)
+//   ZT_SELECT_PLAIN(isa, f)  the same for a family whose one plain f is both its reference and
+//                      its portable path (exact selections: int8 ReLU and pools), with f_neon
 #pragma once
 
 #include "zotrain/kernels/isa.hpp"
@@ -20,6 +25,15 @@
 #endif
 #define ZT_NEON_FN(f) ZT_IF_NEON(&f##_neon, &f##_portable)
 #define ZT_NEON_DOT_FN(f) ZT_IF_NEON_DOT(&f##_neon_dot, ZT_NEON_FN(f))
+#define ZT_SELECT(isa, f)                                                                \
+  ::zt::kernels::detail::pick_isa<decltype(&f##_ref)>((isa), &f##_ref, &f##_portable,   \
+                                                      ZT_NEON_FN(f), ZT_NEON_FN(f))
+#define ZT_SELECT_PLAIN(isa, f)                                                          \
+  ::zt::kernels::detail::pick_isa<decltype(&f)>((isa), &f, &f, ZT_IF_NEON(&f##_neon, &f),  \
+                                                ZT_IF_NEON(&f##_neon, &f))
+#define ZT_SELECT_DOT(isa, f)                                                            \
+  ::zt::kernels::detail::pick_isa<decltype(&f##_ref)>((isa), &f##_ref, &f##_portable,   \
+                                                      ZT_NEON_FN(f), ZT_NEON_DOT_FN(f))
 
 namespace zt::kernels::detail {
 

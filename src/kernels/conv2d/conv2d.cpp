@@ -29,6 +29,7 @@
 
 #include "../chunked_parallel.hpp"
 #include "conv2d_internal.hpp"
+#include "../select_isa.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/kernels/conv2d.hpp"
 #include "zotrain/kernels/gemm.hpp"
@@ -703,33 +704,11 @@ void conv2d_backward_f32_portable(const Conv2dShape& s, const float* x, const fl
 }
 
 Conv2dForwardF32Fn select_conv2d_forward_f32(Isa isa) {
-  switch (isa) {
-    case Isa::kReference: return &conv2d_forward_f32_ref;
-    case Isa::kPortable: return &conv2d_forward_f32_portable;
-    case Isa::kNeon:
-    case Isa::kNeonDot:
-#if defined(ZT_HAVE_NEON)
-      return &conv2d_forward_f32_neon;
-#else
-      return &conv2d_forward_f32_portable;
-#endif
-  }
-  return &conv2d_forward_f32_portable;
+  return ZT_SELECT(isa, conv2d_forward_f32);
 }
 
 Conv2dBackwardF32Fn select_conv2d_backward_f32(Isa isa) {
-  switch (isa) {
-    case Isa::kReference: return &conv2d_backward_f32_ref;
-    case Isa::kPortable: return &conv2d_backward_f32_portable;
-    case Isa::kNeon:
-    case Isa::kNeonDot:
-#if defined(ZT_HAVE_NEON)
-      return &conv2d_backward_f32_neon;
-#else
-      return &conv2d_backward_f32_portable;
-#endif
-  }
-  return &conv2d_backward_f32_portable;
+  return ZT_SELECT(isa, conv2d_backward_f32);
 }
 
 }  // namespace zt::kernels

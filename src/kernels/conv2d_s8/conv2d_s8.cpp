@@ -721,19 +721,13 @@ void conv2d_backward_weights_s8_neon_dot(const Conv2dShape& s, const std::int8_t
 #endif
 
 Conv2dForwardS8Fn select_conv2d_forward_s8(Isa isa) {
-  return detail::pick_isa<Conv2dForwardS8Fn>(isa, &conv2d_forward_s8_ref, &conv2d_forward_s8_portable,
-                                             ZT_NEON_FN(conv2d_forward_s8), ZT_NEON_DOT_FN(conv2d_forward_s8));
+  return ZT_SELECT_DOT(isa, conv2d_forward_s8);
 }
 Conv2dBackwardInputS8Fn select_conv2d_backward_input_s8(Isa isa) {
-  return detail::pick_isa<Conv2dBackwardInputS8Fn>(isa, &conv2d_backward_input_s8_ref, &conv2d_backward_input_s8_portable,
-                                                   ZT_NEON_FN(conv2d_backward_input_s8),
-                                                   ZT_NEON_DOT_FN(conv2d_backward_input_s8));
+  return ZT_SELECT_DOT(isa, conv2d_backward_input_s8);
 }
 Conv2dBackwardWeightsS8Fn select_conv2d_backward_weights_s8(Isa isa) {
-  return detail::pick_isa<Conv2dBackwardWeightsS8Fn>(isa, &conv2d_backward_weights_s8_ref,
-                                                     &conv2d_backward_weights_s8_portable,
-                                                     ZT_NEON_FN(conv2d_backward_weights_s8),
-                                                     ZT_NEON_DOT_FN(conv2d_backward_weights_s8));
+  return ZT_SELECT_DOT(isa, conv2d_backward_weights_s8);
 }
 
 }  // namespace zt::kernels

@@ -123,28 +123,24 @@ void maxpool_points_backward_s8(int batch, int points, int channels, const std::
   }
 }
 
-// The NEON paths exist only in ARM builds (ZT_IF_NEON names them there).
-static bool wants_neon(Isa isa) { return isa == Isa::kNeon || isa == Isa::kNeonDot; }
-
+// The NEON paths exist only in ARM builds (ZT_SELECT_PLAIN names them there).
 ReluForwardS8Fn select_relu_forward_s8(Isa isa) {
-  return wants_neon(isa) ? ZT_IF_NEON(&relu_forward_s8_neon, &relu_forward_s8) : &relu_forward_s8;
+  return ZT_SELECT_PLAIN(isa, relu_forward_s8);
 }
 ReluBackwardS8Fn select_relu_backward_s8(Isa isa) {
-  return wants_neon(isa) ? ZT_IF_NEON(&relu_backward_s8_neon, &relu_backward_s8) : &relu_backward_s8;
+  return ZT_SELECT_PLAIN(isa, relu_backward_s8);
 }
 MaxPool2x2ForwardS8Fn select_maxpool2x2_forward_s8(Isa isa) {
-  return wants_neon(isa) ? ZT_IF_NEON(&maxpool2x2_forward_s8_neon, &maxpool2x2_forward_s8) : &maxpool2x2_forward_s8;
+  return ZT_SELECT_PLAIN(isa, maxpool2x2_forward_s8);
 }
 MaxPool2x2BackwardS8Fn select_maxpool2x2_backward_s8(Isa isa) {
-  return wants_neon(isa) ? ZT_IF_NEON(&maxpool2x2_backward_s8_neon, &maxpool2x2_backward_s8) : &maxpool2x2_backward_s8;
+  return ZT_SELECT_PLAIN(isa, maxpool2x2_backward_s8);
 }
 MaxPoolPointsForwardS8Fn select_maxpool_points_forward_s8(Isa isa) {
-  return wants_neon(isa) ? ZT_IF_NEON(&maxpool_points_forward_s8_neon, &maxpool_points_forward_s8)
-                         : &maxpool_points_forward_s8;
+  return ZT_SELECT_PLAIN(isa, maxpool_points_forward_s8);
 }
 MaxPoolPointsBackwardS8Fn select_maxpool_points_backward_s8(Isa isa) {
-  return wants_neon(isa) ? ZT_IF_NEON(&maxpool_points_backward_s8_neon, &maxpool_points_backward_s8)
-                         : &maxpool_points_backward_s8;
+  return ZT_SELECT_PLAIN(isa, maxpool_points_backward_s8);
 }
 
 }  // namespace zt::kernels

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "../select_isa.hpp"
 #include "gemm_internal.hpp"
 #include "zotrain/kernels/gemm.hpp"
 
@@ -101,18 +102,7 @@ void gemm_f32_portable(bool trans_a, bool trans_b, int m, int n, int k, const fl
 }
 
 GemmF32Fn select_gemm_f32(Isa isa) {
-  switch (isa) {
-    case Isa::kReference: return &gemm_f32_ref;
-    case Isa::kPortable: return &gemm_f32_portable;
-    case Isa::kNeon:
-    case Isa::kNeonDot:  // no dot-product path for FP32
-#if defined(ZT_HAVE_NEON)
-      return &gemm_f32_neon;
-#else
-      return &gemm_f32_portable;
-#endif
-  }
-  return &gemm_f32_portable;
+  return ZT_SELECT(isa, gemm_f32);
 }
 
 }  // namespace zt::kernels

@@ -331,19 +331,13 @@ void linear_backward_weights_s8_neon_dot(int B, int N, int K, const std::int8_t*
 #endif
 
 LinearForwardS8Fn select_linear_forward_s8(Isa isa) {
-  return detail::pick_isa<LinearForwardS8Fn>(isa, &linear_forward_s8_ref, &linear_forward_s8_portable,
-                                             ZT_NEON_FN(linear_forward_s8), ZT_NEON_DOT_FN(linear_forward_s8));
+  return ZT_SELECT_DOT(isa, linear_forward_s8);
 }
 LinearBackwardInputS8Fn select_linear_backward_input_s8(Isa isa) {
-  return detail::pick_isa<LinearBackwardInputS8Fn>(isa, &linear_backward_input_s8_ref, &linear_backward_input_s8_portable,
-                                                   ZT_NEON_FN(linear_backward_input_s8),
-                                                   ZT_NEON_DOT_FN(linear_backward_input_s8));
+  return ZT_SELECT_DOT(isa, linear_backward_input_s8);
 }
 LinearBackwardWeightsS8Fn select_linear_backward_weights_s8(Isa isa) {
-  return detail::pick_isa<LinearBackwardWeightsS8Fn>(isa, &linear_backward_weights_s8_ref,
-                                                     &linear_backward_weights_s8_portable,
-                                                     ZT_NEON_FN(linear_backward_weights_s8),
-                                                     ZT_NEON_DOT_FN(linear_backward_weights_s8));
+  return ZT_SELECT_DOT(isa, linear_backward_weights_s8);
 }
 
 }  // namespace zt::kernels

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "../select_isa.hpp"
 #include "perturb_driver.hpp"
 #include "perturb_internal.hpp"
 #include "zotrain/kernels/perturb.hpp"
@@ -92,33 +93,11 @@ void fill_gaussian_f32_portable(float* out, std::size_t n, std::uint64_t seed,
 }
 
 PerturbGaussianF32Fn select_perturb_gaussian_f32(Isa isa) {
-  switch (isa) {
-    case Isa::kReference: return perturb_gaussian_f32_ref;
-    case Isa::kPortable: return perturb_gaussian_f32_portable;
-    case Isa::kNeon:
-    case Isa::kNeonDot:
-#if defined(ZT_HAVE_NEON)
-      return perturb_gaussian_f32_neon;
-#else
-      return perturb_gaussian_f32_portable;
-#endif
-  }
-  return perturb_gaussian_f32_ref;
+  return ZT_SELECT(isa, perturb_gaussian_f32);
 }
 
 FillGaussianF32Fn select_fill_gaussian_f32(Isa isa) {
-  switch (isa) {
-    case Isa::kReference: return fill_gaussian_f32_ref;
-    case Isa::kPortable: return fill_gaussian_f32_portable;
-    case Isa::kNeon:
-    case Isa::kNeonDot:
-#if defined(ZT_HAVE_NEON)
-      return fill_gaussian_f32_neon;
-#else
-      return fill_gaussian_f32_portable;
-#endif
-  }
-  return fill_gaussian_f32_ref;
+  return ZT_SELECT(isa, fill_gaussian_f32);
 }
 
 }  // namespace zt::kernels

@@ -101,13 +101,11 @@ void zo_update_s8_portable(std::int8_t* theta, std::size_t n, std::uint32_t firs
 }
 
 PerturbS8Fn select_perturb_s8(Isa isa) {
-  return detail::pick_isa<PerturbS8Fn>(isa, &perturb_s8_ref, &perturb_s8_portable, ZT_NEON_FN(perturb_s8),
-                                       ZT_NEON_FN(perturb_s8));
+  return ZT_SELECT(isa, perturb_s8);
 }
 
 ZoUpdateS8Fn select_zo_update_s8(Isa isa) {
-  return detail::pick_isa<ZoUpdateS8Fn>(isa, &zo_update_s8_ref, &zo_update_s8_portable, ZT_NEON_FN(zo_update_s8),
-                                        ZT_NEON_FN(zo_update_s8));
+  return ZT_SELECT(isa, zo_update_s8);
 }
 
 }  // namespace zt::kernels

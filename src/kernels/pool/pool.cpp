@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "pool_driver.hpp"
+#include "../select_isa.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/kernels/pool.hpp"
 
@@ -71,33 +72,11 @@ void maxpool2x2_backward_f32_portable(int planes, int h, int w, const float* x, 
 }
 
 MaxPoolForwardF32Fn select_maxpool2x2_forward_f32(Isa isa) {
-  switch (isa) {
-    case Isa::kReference: return &maxpool2x2_forward_f32_ref;
-    case Isa::kPortable: return &maxpool2x2_forward_f32_portable;
-    case Isa::kNeon:
-    case Isa::kNeonDot:
-#if defined(ZT_HAVE_NEON)
-      return &maxpool2x2_forward_f32_neon;
-#else
-      return &maxpool2x2_forward_f32_portable;
-#endif
-  }
-  return &maxpool2x2_forward_f32_portable;
+  return ZT_SELECT(isa, maxpool2x2_forward_f32);
 }
 
 MaxPoolBackwardF32Fn select_maxpool2x2_backward_f32(Isa isa) {
-  switch (isa) {
-    case Isa::kReference: return &maxpool2x2_backward_f32_ref;
-    case Isa::kPortable: return &maxpool2x2_backward_f32_portable;
-    case Isa::kNeon:
-    case Isa::kNeonDot:
-#if defined(ZT_HAVE_NEON)
-      return &maxpool2x2_backward_f32_neon;
-#else
-      return &maxpool2x2_backward_f32_portable;
-#endif
-  }
-  return &maxpool2x2_backward_f32_portable;
+  return ZT_SELECT(isa, maxpool2x2_backward_f32);
 }
 
 }  // namespace zt::kernels

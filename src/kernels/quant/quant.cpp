@@ -113,13 +113,11 @@ void quantize_pixels_s8(const std::uint8_t* p, std::size_t n, std::int8_t* x) {
 }
 
 RequantizeS32S8Fn select_requantize_s32_s8(Isa isa) {
-  return detail::pick_isa<RequantizeS32S8Fn>(isa, &requantize_s32_s8_ref, &requantize_s32_s8_portable,
-                                             ZT_NEON_FN(requantize_s32_s8), ZT_NEON_FN(requantize_s32_s8));
+  return ZT_SELECT(isa, requantize_s32_s8);
 }
 
 UpdateWeightsS8Fn select_update_weights_s8(Isa isa) {
-  return detail::pick_isa<UpdateWeightsS8Fn>(isa, &update_weights_s8_ref, &update_weights_s8_portable,
-                                             ZT_NEON_FN(update_weights_s8), ZT_NEON_FN(update_weights_s8));
+  return ZT_SELECT(isa, update_weights_s8);
 }
 
 }  // namespace zt::kernels

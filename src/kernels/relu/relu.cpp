@@ -5,6 +5,7 @@
 
 #include "zotrain/kernels/relu.hpp"
 #include "../chunked_parallel.hpp"
+#include "../select_isa.hpp"
 
 namespace zt::kernels {
 namespace {
@@ -33,33 +34,11 @@ void relu_backward_f32_portable(std::size_t n, const float* y, const float* dy, 
 }
 
 ReluForwardF32Fn select_relu_forward_f32(Isa isa) {
-  switch (isa) {
-    case Isa::kReference: return &relu_forward_f32_ref;
-    case Isa::kPortable: return &relu_forward_f32_portable;
-    case Isa::kNeon:
-    case Isa::kNeonDot:
-#if defined(ZT_HAVE_NEON)
-      return &relu_forward_f32_neon;
-#else
-      return &relu_forward_f32_portable;
-#endif
-  }
-  return &relu_forward_f32_portable;
+  return ZT_SELECT(isa, relu_forward_f32);
 }
 
 ReluBackwardF32Fn select_relu_backward_f32(Isa isa) {
-  switch (isa) {
-    case Isa::kReference: return &relu_backward_f32_ref;
-    case Isa::kPortable: return &relu_backward_f32_portable;
-    case Isa::kNeon:
-    case Isa::kNeonDot:
-#if defined(ZT_HAVE_NEON)
-      return &relu_backward_f32_neon;
-#else
-      return &relu_backward_f32_portable;
-#endif
-  }
-  return &relu_backward_f32_portable;
+  return ZT_SELECT(isa, relu_backward_f32);
 }
 
 }  // namespace zt::kernels
