@@ -16,6 +16,7 @@
 #include "zotrain/core/error.hpp"
 #include "zotrain/kernels/isa.hpp"
 #include "zotrain/train/experiment.hpp"
+#include "zotrain/train/zo_estimator.hpp"
 
 namespace {
 
@@ -31,6 +32,9 @@ std::string methods_help() {
        "perturbation (int8.r_max, int8.p_zero) with a sign gradient and b_zo-bit updates,\n"
        "elastic_zo = ElasticZO-INT8. int8.sign = float compares dequantised losses (the paper's\n"
        "INT8), integer keeps the whole step integer-only (INT8*). Batch size defaults to 256.\n";
+  s += "\nEstimators (zo.estimator) of the ZO part; zo.queries = q directions per step:\n";
+  for (const auto& e : zt::train::estimators())
+    s += std::string("  ") + e.name + "\n      " + e.summary + "\n";
   return s;
 }
 

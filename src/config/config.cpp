@@ -126,6 +126,10 @@ const std::vector<Key>& schema() {
       {"zo.eps", Type::kNumber, ZT_FIELD(zo.eps), above(0), {}, "ZO perturbation size epsilon"},
       {"zo.grad_clip", Type::kNumber, ZT_FIELD(zo.grad_clip), above(0), {},
        "clip the projected ZO gradient to [-grad_clip, grad_clip]"},
+      {"zo.estimator", Type::kString, ZT_FIELD(zo.estimator), {}, {},
+       "ZO estimator (the Estimators list of --help); two_sided is the paper's"},
+      {"zo.queries", Type::kInt, ZT_FIELD(zo.queries), closed(1, kMaxZoQueries), {},
+       "directions probed per ZO step (q); the update averages their estimates; int8: 1"},
       {"train.epochs", Type::kInt, ZT_FIELD(train.epochs), at_least(1), {}, "training epochs"},
       {"train.batch_size", Type::kInt, ZT_FIELD(train.batch_size), at_least(0), {},
        "minibatch size (0 = 32; 256 for int8 LeNet-5)"},
@@ -543,6 +547,11 @@ void validate_combination(const ExperimentConfig& cfg, const std::string& origin
   if (cfg.model.precision == "int8" && cfg.optimizer.name == "adam") {
     throw Error(origin + ": optimizer.name: adam is not used by int8 training (NITI updates "
                          "weights by b_bp-bit rounding); use sgd or leave it unset");
+  }
+  if (cfg.model.precision == "int8" && cfg.zo.queries != 1) {
+    throw Error(origin + ": zo.queries: " + std::to_string(cfg.zo.queries) +
+                " with model.precision int8; int8 training takes 1 query per step (its rounded "
+                "update cannot restore earlier queries exactly)");
   }
   if (dataset(cfg.data.dataset).input != architecture(cfg.model.arch).input) {
     std::string fits;

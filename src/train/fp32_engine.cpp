@@ -32,6 +32,8 @@ class Fp32Engine final : public Engine {
     o.batch_size = batch;
     o.eps = static_cast<float>(cfg.zo.eps);
     o.grad_clip = static_cast<float>(cfg.zo.grad_clip);
+    o.estimator = cfg.zo.estimator;
+    o.queries = static_cast<int>(cfg.zo.queries);
     o.optimizer = cfg.optimizer.name == "adam" ? OptimizerKind::kAdam : OptimizerKind::kSgd;
     o.bp_activations =
         cfg.method.bp_activations == "average" ? BpActivations::kAverage : BpActivations::kMinus;

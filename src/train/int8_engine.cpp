@@ -34,7 +34,7 @@ class Int8Engine final : public Engine {
     o.batch_size = batch;
     o.threads = threads;
     trainer_ = std::make_unique<Int8Trainer>(*net_, o);
-    estimator_ = make_estimator("two_sided", 1);
+    estimator_ = make_estimator(cfg.zo.estimator, static_cast<int>(cfg.zo.queries));
     integer_sign_ = cfg.int8.sign == "integer";
     const std::size_t in = net_->input_shape().numel() * static_cast<std::size_t>(batch);
     points_ = config::dataset(cfg.data.dataset).input == config::InputKind::kPoints;

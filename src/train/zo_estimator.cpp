@@ -12,7 +12,8 @@ std::unique_ptr<ZoEstimator> make_two_sided(int queries);
 const std::vector<EstimatorInfo>& estimators() {
   static const std::vector<EstimatorInfo> kEstimators = {
       {"two_sided",
-       "two-sided SPSA: L(θ + εz) and L(θ − εz) per query, g = their difference / 2ε (the paper's)",
+       "two-sided SPSA: L(theta + eps z) and L(theta - eps z) per query, g = their difference / "
+       "(2 eps) (the paper's)",
        &make_two_sided},
   };
   return kEstimators;

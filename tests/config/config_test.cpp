@@ -257,7 +257,7 @@ TEST(ConfigTest, RoundTrip) {
 TEST(ConfigTest, DumpAndHelpListEveryKey) {
   const std::string dump = to_json_text(ExperimentConfig{});
   const std::string help = keys_help();
-  ASSERT_EQ(key_names().size(), 33u);
+  ASSERT_EQ(key_names().size(), 35u);
   for (const std::string& k : key_names()) {
     const std::string leaf = k.substr(k.rfind('.') + 1);
     EXPECT_NE(dump.find("\"" + leaf + "\""), std::string::npos) << k;
@@ -269,6 +269,19 @@ TEST(ConfigTest, DumpAndHelpListEveryKey) {
       << help;
   EXPECT_NE(help.find("data.dataset (mnist | fashion_mnist | modelnet40, default \"mnist\")"),
             std::string::npos);
+}
+
+TEST(ConfigTest, ZoQueriesAreCheckedAgainstThePrecision) {
+  const ExperimentConfig c = parse_config(R"({"zo": {"queries": 4}})", "t", {});
+  EXPECT_EQ(c.zo.queries, 4);
+  EXPECT_EQ(c.zo.estimator, "two_sided");
+  test::expect_error(
+      [] {
+        parse_config(R"({"model": {"precision": "int8"}, "optimizer": {"name": "sgd"}})", "t",
+                     {"zo.queries=2"});
+      },
+      {"zo.queries", "int8"});
+  test::expect_error([] { parse_config(R"({"zo": {"queries": 65}})", "t", {}); }, {"zo.queries"});
 }
 
 TEST(ConfigTest, ResolvePartition) {

@@ -42,6 +42,8 @@ struct OptimizerConfig {
 struct ZoConfig {
   double eps = 1e-3;
   double grad_clip = 2.0;              // chosen by a sweep (README, "Defaults")
+  std::string estimator = "two_sided";  // a name of train/zo_estimator.hpp's registry
+  std::int64_t queries = 1;            // q directions per step (int8: 1)
 };
 struct TrainConfig {
   std::int64_t epochs = 5;

@@ -23,6 +23,9 @@ struct MethodInfo {
 };
 
 const std::vector<MethodInfo>& methods();
+
+// The most directions a ZO step may probe (zo.queries; train/zo_estimator.hpp).
+inline constexpr int kMaxZoQueries = 64;
 const MethodInfo* find_method(const std::string& name);  // nullptr if unknown
 
 // The paper's four settings by short key (zotrain bench, the digest tests): a method with its

@@ -20,9 +20,11 @@
 #include <string_view>
 #include <vector>
 
+#include "zotrain/config/methods.hpp"
+
 namespace zt::train {
 
-inline constexpr int kMaxQueries = 64;
+inline constexpr int kMaxQueries = config::kMaxZoQueries;
 
 enum class ProbeSide { kPlus, kMinus };
 
