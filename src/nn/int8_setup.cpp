@@ -18,33 +18,33 @@ std::unique_ptr<Int8Net> make_int8_net(Model& model, kernels::Isa isa) {
     l.name = src.name();
     l.in = in;
     l.out = model.output_shape(i);
-    const std::string kind = src.kind();
-    if (kind == "conv2d") {
-      const std::vector<int>& ws = src.params().at(0)->shape;  // [O, C, k, k]
-      l.op = Int8Op::kConv;
-      l.weight_shape = ws;
-      l.conv.in_c = in.dims.at(0);
-      l.conv.in_h = in.dims.at(1);
-      l.conv.in_w = in.dims.at(2);
-      l.conv.out_c = ws[0];
-      l.conv.kernel = ws[2];
-      l.conv.pad = (l.out.dims.at(1) - l.conv.in_h + l.conv.kernel - 1) / 2;
-    } else if (kind == "linear" || kind == "point_linear") {
-      l.op = kind == "linear" ? Int8Op::kLinear : Int8Op::kPointLinear;
-      l.weight_shape = src.params().at(0)->shape;  // [N, K] (the bias, if any, is dropped)
-    } else if (kind == "batchnorm") {
-      // NITI has no BatchNorm: the per-tensor requantisation after every product keeps the
-      // activations at 7 bits, which is the normalisation an int8 network gets.
-      in = model.output_shape(i);
-      continue;
-    } else if (kind == "maxpool_points") {
-      l.op = Int8Op::kMaxPoolPoints;
-    } else if (kind == "relu") {
-      l.op = Int8Op::kRelu;
-    } else if (kind == "maxpool2x2") {
-      l.op = Int8Op::kMaxPool;
-    } else {
-      throw Error("model.precision: int8 does not support layer '" + l.name + "' (" + kind + ")");
+    const LayerDesc d = src.desc();
+    switch (d.op) {
+      case LayerOp::kConv2d: {
+        const std::vector<int>& ws = src.params().at(0)->shape;  // [O, C, k, k]
+        l.op = Int8Op::kConv;
+        l.weight_shape = ws;
+        l.conv.in_c = in.dims.at(0);
+        l.conv.in_h = in.dims.at(1);
+        l.conv.in_w = in.dims.at(2);
+        l.conv.out_c = ws[0];
+        l.conv.kernel = d.kernel;
+        l.conv.pad = d.pad;
+        break;
+      }
+      case LayerOp::kLinear:
+      case LayerOp::kPointLinear:
+        l.op = d.op == LayerOp::kLinear ? Int8Op::kLinear : Int8Op::kPointLinear;
+        l.weight_shape = src.params().at(0)->shape;  // [N, K] (the bias, if any, is dropped)
+        break;
+      case LayerOp::kBatchNorm:
+        // NITI has no BatchNorm: the per-tensor requantisation after every product keeps the
+        // activations at 7 bits, which is the normalisation an int8 network gets.
+        in = model.output_shape(i);
+        continue;
+      case LayerOp::kMaxPoolPoints: l.op = Int8Op::kMaxPoolPoints; break;
+      case LayerOp::kRelu: l.op = Int8Op::kRelu; break;
+      case LayerOp::kMaxPool2x2: l.op = Int8Op::kMaxPool; break;
     }
     layers.push_back(std::move(l));
     in = model.output_shape(i);

@@ -10,7 +10,7 @@ namespace zt::nn {
 class Relu final : public Layer {
  public:
   Relu(std::string name, kernels::Isa isa);
-  const char* kind() const override { return "relu"; }
+  LayerDesc desc() const override { return {LayerOp::kRelu}; }
   Shape infer(const Shape& in) override;
   void forward(int batch, const float* x, float* y, float* scratch) override;
   // Rows of the last input dimension (elementwise, so any split is exact; in place allowed).
@@ -28,7 +28,7 @@ class Relu final : public Layer {
 class MaxPool2x2 final : public Layer {
  public:
   MaxPool2x2(std::string name, kernels::Isa isa);
-  const char* kind() const override { return "maxpool2x2"; }
+  LayerDesc desc() const override { return {LayerOp::kMaxPool2x2}; }
   Shape infer(const Shape& in) override;
   void forward(int batch, const float* x, float* y, float* scratch) override;
   void backward(int batch, const float* x, const float* y, const float* dy, float* dx,
@@ -47,7 +47,7 @@ class MaxPool2x2 final : public Layer {
 class MaxPoolPoints final : public Layer {
  public:
   explicit MaxPoolPoints(std::string name);
-  const char* kind() const override { return "maxpool_points"; }
+  LayerDesc desc() const override { return {LayerOp::kMaxPoolPoints}; }
   Shape infer(const Shape& in) override;  // [N, C] → [C]
   bool prefers_whole_batch() const override { return true; }
   std::size_t scratch_floats(int batch) const override;  // backward: 2C per sample

@@ -27,7 +27,7 @@ namespace zt::nn {
 class BatchNorm final : public Layer {
  public:
   BatchNorm(std::string name, int channels, float momentum = 0.1f, float eps = 1e-5f);
-  const char* kind() const override { return "batchnorm"; }
+  LayerDesc desc() const override { return {LayerOp::kBatchNorm}; }
   Shape infer(const Shape& in) override;  // [N, C] or [C], unchanged
   std::vector<ParamTensor*> params() override { return {&weight_, &bias_}; }
   std::vector<ParamTensor*> buffers() override { return {&running_mean_, &running_var_}; }

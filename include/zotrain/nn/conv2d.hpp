@@ -9,7 +9,7 @@ namespace zt::nn {
 class Conv2d final : public Layer {
  public:
   Conv2d(std::string name, int in_c, int out_c, int kernel, int pad, kernels::Isa isa);
-  const char* kind() const override { return "conv2d"; }
+  LayerDesc desc() const override { return {LayerOp::kConv2d, kernel_, pad_}; }
   Shape infer(const Shape& in) override;
   std::vector<ParamTensor*> params() override { return {&weight_, &bias_}; }
   bool is_matmul() const override { return true; }

@@ -24,6 +24,29 @@ struct ParamTensor {
   }
 };
 
+// What a layer computes, independent of precision: its operation and geometry. The int8
+// network is built from these (nn/int8_setup.cpp), so it never re-derives a layer from a name
+// or from shapes.
+enum class LayerOp {
+  kConv2d, kLinear, kPointLinear, kBatchNorm, kRelu, kMaxPool2x2, kMaxPoolPoints
+};
+struct LayerDesc {
+  LayerOp op;
+  int kernel = 0, pad = 0;  // kConv2d: square kernel and zero padding
+};
+inline const char* op_name(LayerOp op) {
+  switch (op) {
+    case LayerOp::kConv2d: return "conv2d";
+    case LayerOp::kLinear: return "linear";
+    case LayerOp::kPointLinear: return "point_linear";
+    case LayerOp::kBatchNorm: return "batchnorm";
+    case LayerOp::kRelu: return "relu";
+    case LayerOp::kMaxPool2x2: return "maxpool2x2";
+    case LayerOp::kMaxPoolPoints: return "maxpool_points";
+  }
+  return "?";
+}
+
 class Layer {
  public:
   explicit Layer(std::string name) : name_(std::move(name)) {}
@@ -32,7 +55,8 @@ class Layer {
   Layer& operator=(const Layer&) = delete;
 
   const std::string& name() const { return name_; }
-  virtual const char* kind() const = 0;
+  virtual LayerDesc desc() const = 0;
+  const char* kind() const { return op_name(desc().op); }  // for reports
   // Per-sample output shape for a per-sample input shape; throws zt::Error on a mismatch.
   virtual Shape infer(const Shape& in) = 0;
   virtual std::vector<ParamTensor*> params() { return {}; }

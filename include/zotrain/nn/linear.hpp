@@ -12,7 +12,7 @@ namespace zt::nn {
 class Linear final : public Layer {
  public:
   Linear(std::string name, int in_features, int out_features, kernels::Isa isa);
-  const char* kind() const override { return "linear"; }
+  LayerDesc desc() const override { return {LayerOp::kLinear}; }
   Shape infer(const Shape& in) override;
   std::vector<ParamTensor*> params() override { return {&weight_, &bias_}; }
   bool is_matmul() const override { return true; }
@@ -32,7 +32,7 @@ class Linear final : public Layer {
 class PointLinear final : public Layer {
  public:
   PointLinear(std::string name, int in_features, int out_features, bool bias, kernels::Isa isa);
-  const char* kind() const override { return "point_linear"; }
+  LayerDesc desc() const override { return {LayerOp::kPointLinear}; }
   Shape infer(const Shape& in) override;  // [N, I] → [N, O]
   std::vector<ParamTensor*> params() override;
   bool is_matmul() const override { return true; }
