@@ -408,7 +408,7 @@ class Fp32Step final : public StepRunner {
     std::mt19937 rng(7);
     x_.resize(model_->input_floats() * std::size_t(batch));
     y_.resize(std::size_t(batch));
-    const config::DatasetInfo& mnist = config::dataset("mnist");
+    const config::DatasetInfo& mnist = config::dataset(config::Dataset::kMnist);
     for (float& v : x_) v = (float(rng() % 256) / 255.0f - mnist.mean) / mnist.std;
     for (auto& l : y_) l = std::uint8_t(rng() % 10);
   }
@@ -466,11 +466,18 @@ class Int8Step final : public StepRunner {
   std::vector<std::uint8_t> y_;
 };
 
-std::unique_ptr<StepRunner> make_step(const std::string& precision, const Method& m, int batch, int threads,
+std::unique_ptr<StepRunner> make_step(config::Precision precision, const Method& m, int batch, int threads,
                                       Isa isa) {
-  if (precision == "fp32") return std::make_unique<Fp32Step>(m, batch, isa);
-  if (precision == "int8") return std::make_unique<Int8Step>(m, batch, threads, isa);
-  throw Error("bench --precision: unknown precision '" + precision + "' (expected fp32 or int8)");
+  switch (precision) {
+    case config::Precision::kFp32: return std::make_unique<Fp32Step>(m, batch, isa);
+    case config::Precision::kInt8: return std::make_unique<Int8Step>(m, batch, threads, isa);
+  }
+  throw Error("bench: unknown precision");
+}
+
+config::Precision parse_precision(const std::string& text) {
+  if (auto p = config::parse_choice<config::Precision>(text)) return *p;
+  throw Error("bench --precision: unknown precision '" + text + "' (expected fp32 or int8)");
 }
 
 constexpr telemetry::Phase kStepPhases[] = {telemetry::Phase::kForward, telemetry::Phase::kLoss,
@@ -516,11 +523,13 @@ json bench_steps(const BenchOptions& o, int threads, bool print) {
   const double target = o.quick ? 0.0 : 1.0;
   const int min_steps = o.quick ? 1 : 3;
   struct Config {
-    const char* precision;
+    config::Precision precision;
     int batch;
+    const char* name() const { return config::name(precision).data(); }
   };
   // FP32 at its paper batch and at int8's, int8 at its paper batch (NITI, the paper's int8).
-  const Config configs[] = {{"fp32", b32}, {"fp32", b256}, {"int8", b256}};
+  const Config configs[] = {{config::Precision::kFp32, b32}, {config::Precision::kFp32, b256},
+                            {config::Precision::kInt8, b256}};
   // The trainers' path, and portable beside it when that is another one (the NEON speed-up).
   const Isa best = best_isa();
   std::vector<Isa> paths = {best};
@@ -545,10 +554,10 @@ json bench_steps(const BenchOptions& o, int threads, bool print) {
         const StepResult r = time_steps(*runner, target, min_steps);
         res[pi][std::size_t(ci)][std::size_t(mi)] = r;
         json j = step_json(r);
-        j["path"] = isa_name(paths[pi]), j["precision"] = c.precision, j["method"] = m.key, j["batch"] = c.batch;
+        j["path"] = isa_name(paths[pi]), j["precision"] = c.name(), j["method"] = m.key, j["batch"] = c.batch;
         rows.push_back(j);
         if (!print) continue;
-        std::printf("%-9s %-5s %-15s %5d %9.3f %9.2f", isa_name(paths[pi]), c.precision, m.label, c.batch, r.ms,
+        std::printf("%-9s %-5s %-15s %5d %9.3f %9.2f", isa_name(paths[pi]), c.name(), m.label, c.batch, r.ms,
                     r.ms * 1e3 / c.batch);
         for (telemetry::Phase p : kStepPhases) {
           const double pm = r.phases.get(p) * 1e3;
@@ -584,13 +593,13 @@ json bench_steps(const BenchOptions& o, int threads, bool print) {
       std::printf("\n== kernel paths: step time portable / %s (> 1: %s is faster) ==\n%-15s", isa_name(best),
                   isa_name(best), "method");
     if (print)
-      for (const Config& c : configs) std::printf(" %11s", (std::string(c.precision) + " B" + std::to_string(c.batch)).c_str());
+      for (const Config& c : configs) std::printf(" %11s", (std::string(c.name()) + " B" + std::to_string(c.batch)).c_str());
     if (print) std::printf("\n");
     for (std::size_t mi = 0; mi < 4; ++mi) {
       if (print) std::printf("%-15s", config::named_settings()[mi].label);
       for (std::size_t ci = 0; ci < 3; ++ci) {
         const double x = res[1][ci][mi].ms / res[0][ci][mi].ms;
-        speedups.push_back({{"method", config::named_settings()[mi].key}, {"precision", configs[ci].precision},
+        speedups.push_back({{"method", config::named_settings()[mi].key}, {"precision", configs[ci].name()},
                             {"batch", configs[ci].batch}, {"portable_over_best", x}});
         if (print) std::printf(" %10.2fx", x);
       }
@@ -614,8 +623,12 @@ int run_bench(const BenchOptions& o) {
   if (o.run_steps >= 0) {  // instruction counting: exactly N steps of one method, nothing else
     const Method& m = find_method(o.method);
     const int threads = effective_threads(o.threads);
-    const int batch = o.batch > 0 ? o.batch : o.precision == "int8" ? 256 : 32;
-    auto runner = make_step(o.precision, m, batch, threads, best_isa());
+    const config::Precision precision = parse_precision(o.precision);
+    const config::ArchInfo& lenet5 = config::architecture(config::Arch::kLeNet5);
+    const int batch = o.batch > 0 ? o.batch
+                      : precision == config::Precision::kInt8 ? lenet5.int8_batch
+                                                              : lenet5.fp32_batch;
+    auto runner = make_step(precision, m, batch, threads, best_isa());
     telemetry::PhaseTimes times;
     for (int i = 0; i < o.run_steps; ++i) {
       zt_bench_step_boundary(i);

@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 
 #include "zotrain/config/catalogue.hpp"
@@ -33,7 +35,14 @@ using SeedRef = std::uint64_t& (*)(ExperimentConfig&);
 using NumberRef = double& (*)(ExperimentConfig&);
 using StringRef = std::string& (*)(ExperimentConfig&);
 using ScheduleRef = Schedule& (*)(ExperimentConfig&);
-using Ref = std::variant<IntRef, SeedRef, NumberRef, StringRef, ScheduleRef>;
+using PartitionRef = Partition& (*)(ExperimentConfig&);
+// An enum member, read and written as the index of its value (the position of its text in the
+// key's choices).
+struct EnumRef {
+  std::size_t (*get)(const ExperimentConfig&);
+  void (*set)(ExperimentConfig&, std::size_t);
+};
+using Ref = std::variant<IntRef, SeedRef, NumberRef, StringRef, ScheduleRef, PartitionRef, EnumRef>;
 
 // Numeric range: lo/hi with open or closed ends; `sentinel` is one extra allowed value.
 struct Range {
@@ -59,13 +68,27 @@ Range closed(double lo, double hi) { return Range{.lo = lo, .hi = hi}; }
 
 // `+` turns the capture-less lambda into the plain function pointer the variant holds.
 #define ZT_FIELD(member) +[](ExperimentConfig& c) -> decltype(auto) { return (c.member); }
+#define ZT_ENUM(member)                                                                      \
+  EnumRef{+[](const ExperimentConfig& c) { return static_cast<std::size_t>(c.member); },     \
+          +[](ExperimentConfig& c, std::size_t i) {                                          \
+            c.member = static_cast<std::remove_reference_t<decltype(c.member)>>(i);          \
+          }}
 
 // Choices and help text of the registry-backed keys (config/methods.hpp, config/catalogue.hpp).
+// A registry's names in its enum's order (each entry's id is its position).
 template <class Info>
 std::vector<std::string_view> names_of(const std::vector<Info>& list) {
   std::vector<std::string_view> names;
-  for (const Info& i : list) names.emplace_back(i.name);
+  for (const Info& i : list) {
+    ZT_CHECK(static_cast<std::size_t>(i.id) == names.size());
+    names.emplace_back(i.name);
+  }
   return names;
+}
+template <class E>
+std::vector<std::string_view> names_of() {
+  const auto c = choices<E>();
+  return {c.begin(), c.end()};
 }
 
 template <class Info>
@@ -83,7 +106,7 @@ const std::vector<Key>& schema() {
   static const std::vector<Key> keys = {
       {"name", Type::kString, ZT_FIELD(name), {}, {}, "experiment name (names runs/<name>)"},
       {"seed", Type::kSeed, ZT_FIELD(seed), {}, {}, "seed of every random choice in the run"},
-      {"data.dataset", Type::kEnum, ZT_FIELD(data.dataset), {}, names_of(datasets()),
+      {"data.dataset", Type::kEnum, ZT_ENUM(data.dataset), {}, names_of(datasets()),
        help_of(datasets(), "data set (an image set also selects the normalisation): ")},
       {"data.root", Type::kString, ZT_FIELD(data.root), {}, {},
        "directory with the IDX files; relative: config file's directory if it exists there, "
@@ -95,23 +118,22 @@ const std::vector<Key>& schema() {
       {"data.points", Type::kInt, ZT_FIELD(data.points), at_least(1), {},
        "modelnet40: points per sample (a seeded random subset in training, the first N in "
        "evaluation)"},
-      {"data.augment", Type::kEnum, ZT_FIELD(data.augment), {},
-       {"none", "rotate", "jitter", "rotate_jitter"},
+      {"data.augment", Type::kEnum, ZT_ENUM(data.augment), {}, names_of<Augment>(),
        "modelnet40 training augmentation: random rotation about the up (y) axis and/or jitter "
        "(sigma 0.01, clipped at 0.05), seeded"},
-      {"model.arch", Type::kEnum, ZT_FIELD(model.arch), {}, names_of(architectures()),
+      {"model.arch", Type::kEnum, ZT_ENUM(model.arch), {}, names_of(architectures()),
        help_of(architectures(), "network: ")},
-      {"model.precision", Type::kEnum, ZT_FIELD(model.precision), {}, {"fp32", "int8"},
+      {"model.precision", Type::kEnum, ZT_ENUM(model.precision), {}, names_of<Precision>(),
        "arithmetic of training: fp32 | int8 = NITI integer training (docs/design.md §5)"},
-      {"method.name", Type::kEnum, ZT_FIELD(method.name), {}, names_of(methods()),
+      {"method.name", Type::kEnum, ZT_ENUM(method.name), {}, names_of(methods()),
        "training algorithm"},
       {"method.partition", Type::kPartition, ZT_FIELD(method.partition), {}, {},
        "partition point C (layers 1..C by ZO, the rest by backprop): an integer in [0, L] or "
        "zo-feat-cls1 (L-2) | zo-feat-cls2 (L-1); elastic_zo only"},
-      {"method.bp_activations", Type::kEnum, ZT_FIELD(method.bp_activations), {},
-       {"minus", "average"},
+      {"method.bp_activations", Type::kEnum, ZT_ENUM(method.bp_activations), {},
+       names_of<BpActivations>(),
        "activations the backprop part uses: minus (theta-eps*z pass) | average (both passes)"},
-      {"optimizer.name", Type::kEnum, ZT_FIELD(optimizer.name), {}, {"sgd", "adam"},
+      {"optimizer.name", Type::kEnum, ZT_ENUM(optimizer.name), {}, names_of<OptimizerKind>(),
        "optimizer of the backprop part"},
       {"optimizer.lr", Type::kNumber, ZT_FIELD(optimizer.lr), at_least(0), {},
        "learning rate of the ZO part (and of the BP part unless bp_lr is set); 0 = method "
@@ -139,7 +161,7 @@ const std::vector<Key>& schema() {
        "stop after this many steps in total (0 = no limit)"},
       {"train.eval_every", Type::kInt, ZT_FIELD(train.eval_every), at_least(1), {},
        "evaluate on the test set every N epochs (and at the end)"},
-      {"train.memory_plan", Type::kEnum, ZT_FIELD(train.memory_plan), {}, {"lean", "whole_batch"},
+      {"train.memory_plan", Type::kEnum, ZT_ENUM(train.memory_plan), {}, names_of<MemoryPlan>(),
        "fp32 buffers: lean (PointNet's per-point stack streamed in chunks of points, its widest "
        "layer recomputed for backprop; same results) | whole_batch (keep every activation: "
        "more memory, Full BP faster)"},
@@ -151,7 +173,7 @@ const std::vector<Key>& schema() {
        "bits of the NITI backprop weight update (acts as the learning rate)"},
       {"int8.p_zero", Type::kNumberSchedule, ZT_FIELD(int8.p_zero),
        Range{.lo = 0, .hi = 1, .hi_open = true}, {}, "sparsity of the int8 perturbation"},
-      {"int8.sign", Type::kEnum, ZT_FIELD(int8.sign), {}, {"float", "integer"},
+      {"int8.sign", Type::kEnum, ZT_ENUM(int8.sign), {}, names_of<Int8Sign>(),
        "ZO gradient sign: float = dequantise logits and compare float losses (INT8) | "
        "integer = integer-only estimate (INT8*, Eqs. 9-12)"},
       {"output.dir", Type::kString, ZT_FIELD(output.dir), {}, {},
@@ -163,6 +185,7 @@ const std::vector<Key>& schema() {
 }
 
 #undef ZT_FIELD
+#undef ZT_ENUM
 
 const Key* find_key(std::string_view path) {
   for (const Key& k : schema())
@@ -282,19 +305,29 @@ bool in_range(const Range& r, double v) {
   return true;
 }
 
-constexpr std::string_view kPartitionNames[] = {"zo-feat-cls1", "zo-feat-cls2"};
+constexpr std::uint64_t kMaxPartition = 1000000;
 
-// Canonical text of a partition given as text: decimal digits (leading zeros dropped) or a
-// lower-case name. Empty when neither.
-std::string canonical_partition(std::string_view s) {
+// A partition given as text: decimal digits (leading zeros allowed) or a name, any case.
+std::optional<Partition> parse_partition(std::string_view s) {
   const std::string l = lower(s);
-  for (std::string_view n : kPartitionNames)
-    if (l == n) return l;
+  if (l == kPartitionNames[0]) return Partition{Partition::Rule::kCls1, 0};
+  if (l == kPartitionNames[1]) return Partition{Partition::Rule::kCls2, 0};
   if (s.empty() || s.size() > 9 || !std::all_of(s.begin(), s.end(), [](char c) {
         return c >= '0' && c <= '9';
       }))
-    return "";
-  return std::to_string(std::stol(std::string(s)));
+    return std::nullopt;
+  const long v = std::stol(std::string(s));
+  if (static_cast<std::uint64_t>(v) > kMaxPartition) return std::nullopt;
+  return Partition{Partition::Rule::kLayers, static_cast<int>(v)};
+}
+
+std::string partition_text(const Partition& p) {
+  switch (p.rule) {
+    case Partition::Rule::kLayers: return std::to_string(p.layers);
+    case Partition::Rule::kCls1: return std::string(kPartitionNames[0]);
+    case Partition::Rule::kCls2: return std::string(kPartitionNames[1]);
+  }
+  return "?";
 }
 
 // ---- applying values ----------------------------------------------------------------------
@@ -474,9 +507,9 @@ class Applier {
         const std::string expected = "one of " + join(k.choices, ", ");
         if (!v.is_string()) wrong(k, v, expected);
         const std::string s = lower(v.get<std::string>());
-        for (std::string_view c : k.choices) {
-          if (s == c) {
-            std::get<StringRef>(k.ref)(cfg_) = std::string(c);
+        for (std::size_t i = 0; i < k.choices.size(); ++i) {
+          if (s == k.choices[i]) {
+            std::get<EnumRef>(k.ref).set(cfg_, i);
             return;
           }
         }
@@ -486,16 +519,16 @@ class Applier {
         const std::string expected = "an integer >= 0 or one of " +
                                      std::string(kPartitionNames[0]) + ", " +
                                      std::string(kPartitionNames[1]);
-        std::string canon;
+        std::optional<Partition> p;
         if (v.is_number_integer()) {
           if (!v.is_number_unsigned() && v.get<std::int64_t>() < 0) wrong(k, v, expected);
-          if (v.get<std::uint64_t>() > 1000000) wrong(k, v, expected);
-          canon = std::to_string(v.get<std::uint64_t>());
+          if (v.get<std::uint64_t>() > kMaxPartition) wrong(k, v, expected);
+          p = Partition{Partition::Rule::kLayers, static_cast<int>(v.get<std::uint64_t>())};
         } else if (v.is_string()) {
-          canon = canonical_partition(v.get<std::string>());
+          p = parse_partition(v.get<std::string>());
         }
-        if (canon.empty()) wrong(k, v, expected);
-        std::get<StringRef>(k.ref)(cfg_) = canon;
+        if (!p) wrong(k, v, expected);
+        std::get<PartitionRef>(k.ref)(cfg_) = *p;
         return;
       }
       case Type::kIntSchedule:
@@ -544,11 +577,12 @@ void apply_override(ExperimentConfig& cfg, const std::string& ov) {
 // Checks that involve more than one key (single keys are checked as they are applied). Runs
 // once, after the file and every override, so the order of --set does not matter.
 void validate_combination(const ExperimentConfig& cfg, const std::string& origin) {
-  if (cfg.model.precision == "int8" && cfg.optimizer.name == "adam") {
+  const bool int8 = cfg.model.precision == Precision::kInt8;
+  if (int8 && cfg.optimizer.name == OptimizerKind::kAdam) {
     throw Error(origin + ": optimizer.name: adam is not used by int8 training (NITI updates "
                          "weights by b_bp-bit rounding); use sgd or leave it unset");
   }
-  if (cfg.model.precision == "int8" && cfg.zo.queries != 1) {
+  if (int8 && cfg.zo.queries != 1) {
     throw Error(origin + ": zo.queries: " + std::to_string(cfg.zo.queries) +
                 " with model.precision int8; int8 training takes 1 query per step (its rounded "
                 "update cannot restore earlier queries exactly)");
@@ -561,8 +595,9 @@ void validate_combination(const ExperimentConfig& cfg, const std::string& origin
         if (d.input == a.input) sets += (sets.empty() ? "" : " or ") + std::string(d.name);
       fits += (fits.empty() ? "" : ", ") + std::string(a.name) + " trains on " + sets;
     }
-    throw Error(origin + ": model.arch: '" + cfg.model.arch + "' does not fit data.dataset '" +
-                cfg.data.dataset + "' (" + fits + ")");
+    throw Error(origin + ": model.arch: '" + std::string(name(cfg.model.arch)) +
+                "' does not fit data.dataset '" + std::string(name(cfg.data.dataset)) + "' (" +
+                fits + ")");
   }
 }
 
@@ -592,12 +627,12 @@ OrderedJson value_json(const Key& k, const ExperimentConfig& c) {
       if (k.range.has_sentinel && v == k.range.sentinel) return nullptr;
       return v;
     }
-    case Type::kString:
-    case Type::kEnum: return std::get<StringRef>(k.ref)(cfg);
+    case Type::kString: return std::get<StringRef>(k.ref)(cfg);
+    case Type::kEnum: return std::string(k.choices[std::get<EnumRef>(k.ref).get(cfg)]);
     case Type::kPartition: {
-      const std::string& p = std::get<StringRef>(k.ref)(cfg);
-      if (!p.empty() && std::isdigit(static_cast<unsigned char>(p[0]))) return std::stoll(p);
-      return p;
+      const Partition& p = std::get<PartitionRef>(k.ref)(cfg);
+      if (p.rule == Partition::Rule::kLayers) return p.layers;
+      return partition_text(p);
     }
     case Type::kIntSchedule:
     case Type::kNumberSchedule: {
@@ -710,43 +745,32 @@ std::int64_t resolve_batch_size(const ExperimentConfig& cfg) {
                 " is negative (expected >= 1, or 0 for the precision's default)");
   }
   // The paper's batches, per architecture (config/catalogue.hpp).
-  if (cfg.model.precision == "fp32") return architecture(cfg.model.arch).fp32_batch;
-  if (cfg.model.precision == "int8") return architecture(cfg.model.arch).int8_batch;
-  throw Error("model.precision: unknown precision '" + cfg.model.precision +
-              "', expected fp32 or int8");
+  const ArchInfo& arch = architecture(cfg.model.arch);
+  return cfg.model.precision == Precision::kInt8 ? arch.int8_batch : arch.fp32_batch;
 }
 
 int resolve_partition(const MethodConfig& m, int num_layers) {
   ZT_CHECK(num_layers >= 1);
   const std::string L = std::to_string(num_layers);
-  const MethodInfo* info = find_method(lower(m.name));
-  if (info == nullptr) {
-    std::string names;
-    for (const MethodInfo& k : methods()) names += (names.empty() ? "" : ", ") + std::string(k.name);
-    throw Error("method.name: unknown method '" + m.name + "', expected one of " + names);
-  }
-  if (info->rule == PartitionRule::kNone) return 0;
-  if (info->rule == PartitionRule::kAll) return num_layers;
-  const std::string canon = canonical_partition(m.partition);
+  const MethodInfo& info = method(m.name);
+  if (info.rule == PartitionRule::kNone) return 0;
+  if (info.rule == PartitionRule::kAll) return num_layers;
+  const std::string text = partition_text(m.partition);
   int c = 0;
-  if (canon == kPartitionNames[0]) {
-    c = num_layers - 2;
-  } else if (canon == kPartitionNames[1]) {
-    c = num_layers - 1;
-  } else if (!canon.empty()) {
-    const long v = std::stol(canon);
-    if (v > num_layers) {
-      throw Error("method.partition: " + m.partition + " is out of range: the model has " + L +
-                  " parametric layers, so C must be in [0, " + L + "]");
-    }
-    c = static_cast<int>(v);
-  } else {
-    throw Error("method.partition: '" + m.partition + "' is not an integer or one of " +
-                std::string(kPartitionNames[0]) + ", " + std::string(kPartitionNames[1]));
+  switch (m.partition.rule) {
+    case Partition::Rule::kCls1: c = num_layers - 2; break;
+    case Partition::Rule::kCls2: c = num_layers - 1; break;
+    case Partition::Rule::kLayers:
+      if (m.partition.layers > num_layers) {
+        throw Error("method.partition: " + text + " is out of range: the model has " + L +
+                    " parametric layers, so C must be in [0, " + L + "]");
+      }
+      c = m.partition.layers;
+      break;
   }
   if (c <= 0 || c >= num_layers) {
-    throw Error("method.partition: " + m.partition + " gives C = " + std::to_string(c) + ", but " +
-                info->name + " needs 0 < C < " + L + " (C = 0 is full_bp, C = " + L +
+    throw Error("method.partition: " + text + " gives C = " + std::to_string(c) + ", but " +
+                info.name + " needs 0 < C < " + L + " (C = 0 is full_bp, C = " + L +
                 " is full_zo)");
   }
   return c;

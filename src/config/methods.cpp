@@ -4,29 +4,26 @@ namespace zt::config {
 
 const std::vector<MethodInfo>& methods() {
   static const std::vector<MethodInfo> kMethods = {
-      {"full_bp", "Full BP: every layer by backprop + SGD/Adam (the baseline; C = 0)",
+      {Method::kFullBp, "full_bp", "Full BP: every layer by backprop + SGD/Adam (the baseline; C = 0)",
        PartitionRule::kNone},
-      {"full_zo", "Full ZO: every layer by zeroth-order SPSA with the seed trick (C = L)",
+      {Method::kFullZo, "full_zo", "Full ZO: every layer by zeroth-order SPSA with the seed trick (C = L)",
        PartitionRule::kAll},
-      {"elastic_zo",
+      {Method::kElasticZo, "elastic_zo",
        "ElasticZO: first C parametric layers by ZO, the last L-C by backprop (0 < C < L)",
        PartitionRule::kBetween},
   };
   return kMethods;
 }
 
-const MethodInfo* find_method(const std::string& name) {
-  for (const MethodInfo& m : methods())
-    if (name == m.name) return &m;
-  return nullptr;
-}
+const MethodInfo& method(Method m) { return methods()[static_cast<std::size_t>(m)]; }
+std::string_view name(Method m) { return method(m).name; }
 
 const std::vector<NamedSetting>& named_settings() {
   static const std::vector<NamedSetting> kSettings = {
-      {"full_bp", "Full BP", "full_bp", [](int) { return 0; }},
-      {"full_zo", "Full ZO", "full_zo", [](int L) { return L; }},
-      {"cls1", "ElasticZO Cls1", "elastic_zo", [](int L) { return L - 2; }},  // ZO-Feat-Cls1
-      {"cls2", "ElasticZO Cls2", "elastic_zo", [](int L) { return L - 1; }},  // ZO-Feat-Cls2
+      {"full_bp", "Full BP", Method::kFullBp, [](int) { return 0; }},
+      {"full_zo", "Full ZO", Method::kFullZo, [](int L) { return L; }},
+      {"cls1", "ElasticZO Cls1", Method::kElasticZo, [](int L) { return L - 2; }},  // ZO-Feat-Cls1
+      {"cls2", "ElasticZO Cls2", Method::kElasticZo, [](int L) { return L - 1; }},  // ZO-Feat-Cls2
   };
   return kSettings;
 }

@@ -147,9 +147,9 @@ void save_checkpoint(const std::string& path, const Engine& engine,
   TensorFile f;
   engine.save(f);
   f.metadata["format"] = kCheckpointFormat;
-  f.metadata["arch"] = cfg.model.arch;
-  f.metadata["precision"] = cfg.model.precision;
-  f.metadata["method"] = cfg.method.name;
+  f.metadata["arch"] = config::name(cfg.model.arch);
+  f.metadata["precision"] = config::name(cfg.model.precision);
+  f.metadata["method"] = config::name(cfg.method.name);
   f.metadata["partition"] = std::to_string(engine.partition());
   f.metadata["epoch"] = std::to_string(pr.epoch);
   f.metadata["step_in_epoch"] = std::to_string(pr.step_in_epoch);
@@ -258,7 +258,7 @@ int run_experiment(const RunRequest& req) {
   // ---- everything that can fail on bad input happens before the output directory exists ----
   const int batch = static_cast<int>(config::resolve_batch_size(cfg));
   // Building the engine validates the architecture and the partition against the model.
-  std::unique_ptr<Engine> engine = cfg.model.precision == "int8"
+  std::unique_ptr<Engine> engine = cfg.model.precision == config::Precision::kInt8
                                        ? make_int8_engine(cfg, batch, threads)
                                        : make_fp32_engine(cfg, batch, threads);
   const int L = engine->num_parametric();
@@ -279,17 +279,17 @@ int run_experiment(const RunRequest& req) {
     resume_file = read_safetensors(ckpt_path);
     if (checkpoint_meta(resume_file, "format", ckpt_path) != kCheckpointFormat)
       throw Error(ckpt_path + ": unknown checkpoint format");
-    if (checkpoint_meta(resume_file, "arch", ckpt_path) != cfg.model.arch ||
-        checkpoint_meta(resume_file, "precision", ckpt_path) != cfg.model.precision ||
+    if (checkpoint_meta(resume_file, "arch", ckpt_path) != config::name(cfg.model.arch) ||
+        checkpoint_meta(resume_file, "precision", ckpt_path) != config::name(cfg.model.precision) ||
         checkpoint_meta(resume_file, "partition", ckpt_path) != std::to_string(C))
       throw Error(ckpt_path + ": checkpoint was written for a different model or partition");
   }
   TensorFile init_file;
   if (!req.init_from.empty()) init_file = read_safetensors(req.init_from);
 
-  json plan = {{"model", cfg.model.arch},
-               {"precision", cfg.model.precision},
-               {"method", cfg.method.name},
+  json plan = {{"model", config::name(cfg.model.arch)},
+               {"precision", config::name(cfg.model.precision)},
+               {"method", config::name(cfg.method.name)},
                {"partition", C},
                {"layers", L},
                {"params", {{"total", engine->params_total()},
@@ -308,7 +308,8 @@ int run_experiment(const RunRequest& req) {
   plan["memory"]["planned_buffers"] = buffers;
 
   spdlog::info("{}: {} {} on {} ({} train / {} test samples), C = {} of {} ({} ZO + {} BP params)",
-               cfg.name, cfg.method.name, cfg.model.arch, cfg.data.dataset, rd.train_count,
+               cfg.name, config::name(cfg.method.name), config::name(cfg.model.arch),
+               config::name(cfg.data.dataset), rd.train_count,
                rd.test_count, C, L, engine->params_zo(), engine->params_bp());
 
   if (req.dry_run) {

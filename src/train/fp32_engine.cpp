@@ -23,7 +23,7 @@ std::vector<std::uint8_t> float_bytes(const float* p, std::size_t n) {
 class Fp32Engine final : public Engine {
  public:
   Fp32Engine(const config::ExperimentConfig& cfg, int batch, int threads)
-      : cfg_(cfg), batch_(batch), model_(nn::make_model(cfg.model.arch, kernels::best_isa(), static_cast<int>(cfg.data.points))) {
+      : cfg_(cfg), batch_(batch), model_(nn::make_model(std::string(config::name(cfg.model.arch)), kernels::best_isa(), static_cast<int>(cfg.data.points))) {
     (void)threads;  // the FP32 trainer sizes per-thread scratch itself
     const int L = model_->num_parametric();
     c_ = config::resolve_partition(cfg.method, L);
@@ -34,10 +34,9 @@ class Fp32Engine final : public Engine {
     o.grad_clip = static_cast<float>(cfg.zo.grad_clip);
     o.estimator = cfg.zo.estimator;
     o.queries = static_cast<int>(cfg.zo.queries);
-    o.optimizer = cfg.optimizer.name == "adam" ? OptimizerKind::kAdam : OptimizerKind::kSgd;
-    o.bp_activations =
-        cfg.method.bp_activations == "average" ? BpActivations::kAverage : BpActivations::kMinus;
-    o.plan = cfg.train.memory_plan == "whole_batch" ? MemoryPlan::kWholeBatch : MemoryPlan::kLean;
+    o.optimizer = cfg.optimizer.name;
+    o.bp_activations = cfg.method.bp_activations;
+    o.plan = cfg.train.memory_plan;
     lrs_ = resolve_learning_rates(cfg.optimizer.lr, cfg.optimizer.bp_lr, o.optimizer);
     model_->init(cfg.seed);
     trainer_ = std::make_unique<Fp32Trainer>(*model_, o);

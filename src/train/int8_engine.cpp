@@ -23,7 +23,7 @@ using nlohmann::json;
 class Int8Engine final : public Engine {
  public:
   Int8Engine(const config::ExperimentConfig& cfg, int batch, int threads)
-      : cfg_(cfg), batch_(batch), fp32_(nn::make_model(cfg.model.arch, kernels::Isa::kReference, static_cast<int>(cfg.data.points))) {
+      : cfg_(cfg), batch_(batch), fp32_(nn::make_model(std::string(config::name(cfg.model.arch)), kernels::Isa::kReference, static_cast<int>(cfg.data.points))) {
     net_ = nn::make_int8_net(*fp32_, kernels::best_isa());
     macs_ = fp32_->forward_macs_per_sample();
     fp32_.reset();  // only its layer sequence was needed
@@ -35,7 +35,7 @@ class Int8Engine final : public Engine {
     o.threads = threads;
     trainer_ = std::make_unique<Int8Trainer>(*net_, o);
     estimator_ = make_estimator(cfg.zo.estimator, static_cast<int>(cfg.zo.queries));
-    integer_sign_ = cfg.int8.sign == "integer";
+    sign_ = cfg.int8.sign;
     const std::size_t in = net_->input_shape().numel() * static_cast<std::size_t>(batch);
     points_ = config::dataset(cfg.data.dataset).input == config::InputKind::kPoints;
     (points_ ? coords_.resize(in) : pixels_.resize(in));
@@ -77,7 +77,7 @@ class Int8Engine final : public Engine {
     return r;
   }
   json hyperparameters() const override {
-    return {{"int8", {{"r_max", cfg_.int8.r_max}, {"sign", cfg_.int8.sign}}}};
+    return {{"int8", {{"r_max", cfg_.int8.r_max}, {"sign", config::name(cfg_.int8.sign)}}}};
   }
   void write_effective(config::ExperimentConfig& cfg) const override { cfg.train.batch_size = batch_; }
 
@@ -101,10 +101,10 @@ class Int8Engine final : public Engine {
     const bool zo = trainer_->zo_weights() > 0;
     EngineStep r;
     r.n = n;
-    // The step's sign is integer_sign_'s; the other one is computed only to log their agreement.
+    // The step's sign is sign_'s; the other one is computed only to log their agreement.
     const Int8StepResult s =
         int8_step(*trainer_, *estimator_, x8_.data(), x_exp_, n, labels_.data(), classes,
-                  step_seed, h_, integer_sign_ ? Int8Sign::kInteger : Int8Sign::kFloat);
+                  step_seed, h_, sign_);
     if (zo) {
       r.sign_agree = s.sign_agree ? 1 : 0;
       r.g = s.g;
@@ -209,7 +209,7 @@ class Int8Engine final : public Engine {
   std::unique_ptr<nn::Int8Net> net_;
   std::unique_ptr<Int8Trainer> trainer_;
   std::unique_ptr<ZoEstimator> estimator_;
-  bool integer_sign_ = false;
+  Int8Sign sign_ = Int8Sign::kFloat;
   Int8Hyper h_;
   bool points_ = false;
   std::vector<std::uint8_t> pixels_, labels_;

@@ -70,8 +70,10 @@ RunData load_run_data(const config::ExperimentConfig& cfg, const std::string& ro
       throw Error("data.points: " + std::to_string(points) + " exceeds the " +
                   std::to_string(ds->train.stored_points) + " points per sample stored in " + root);
     data::Augment aug;
-    aug.rotate = cfg.data.augment == "rotate" || cfg.data.augment == "rotate_jitter";
-    aug.jitter_sigma = cfg.data.augment == "jitter" || cfg.data.augment == "rotate_jitter" ? 0.01f : 0.0f;
+    using config::Augment;
+    const Augment a = cfg.data.augment;
+    aug.rotate = a == Augment::kRotate || a == Augment::kRotateJitter;
+    aug.jitter_sigma = a == Augment::kJitter || a == Augment::kRotateJitter ? 0.01f : 0.0f;
     r.train = std::make_unique<PointSource>(ds->train, batch, points, true, seed, aug);
     r.test = std::make_unique<PointSource>(ds->test, batch, points, false, 0, data::Augment{});
     r.train_count = ds->train.count;

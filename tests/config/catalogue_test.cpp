@@ -76,15 +76,27 @@ TEST(Catalogue, EveryArchitectureBuildsWithItsInputKind) {
   }
 }
 
-TEST(Catalogue, MethodNamesAndNamedSettingsResolve) {
-  for (const MethodInfo& m : methods()) EXPECT_EQ(find_method(m.name), &m);
-  for (const NamedSetting& s : named_settings()) {
-    ASSERT_NE(find_method(s.method), nullptr) << s.key;
-    const int c = s.partition(5);
-    EXPECT_GE(c, 0);
-    EXPECT_LE(c, 5);
+// Each registry entry sits at its enum's position, so the config's enum and the registry's text
+// agree; a named setting's partition obeys its method's rule.
+TEST(Catalogue, RegistriesAreInEnumOrderAndNamedSettingsFollowTheirRule) {
+  for (const MethodInfo& m : methods()) {
+    EXPECT_EQ(&method(m.id), &m);
+    EXPECT_EQ(name(m.id), m.name);
   }
-  EXPECT_EQ(find_method("sgd"), nullptr);
+  for (const DatasetInfo& d : datasets()) EXPECT_EQ(&dataset(d.id), &d);
+  for (const ArchInfo& a : architectures()) EXPECT_EQ(&architecture(a.id), &a);
+  for (const NamedSetting& s : named_settings()) {
+    const int L = 5, c = s.partition(L);
+    switch (method(s.method).rule) {
+      case PartitionRule::kNone: EXPECT_EQ(c, 0) << s.key; break;
+      case PartitionRule::kAll: EXPECT_EQ(c, L) << s.key; break;
+      case PartitionRule::kBetween:
+        EXPECT_GT(c, 0) << s.key;
+        EXPECT_LT(c, L) << s.key;
+        break;
+    }
+  }
+  EXPECT_EQ(find_named_setting("sgd"), nullptr);
   EXPECT_EQ(named_setting_keys(), "full_bp, full_zo, cls1, cls2");
 }
 

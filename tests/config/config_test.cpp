@@ -18,6 +18,8 @@ namespace {
 
 using zt::test::expect_error;
 
+Partition layers(int c) { return {Partition::Rule::kLayers, c}; }
+
 ExperimentConfig parse(const std::string& text, std::initializer_list<std::string> ov = {}) {
   return parse_config(text, "config.json", std::vector<std::string>(ov));
 }
@@ -76,12 +78,12 @@ TEST(ConfigTest, ParsesEveryKind) {
   })");
   EXPECT_EQ(c.name, "x");
   EXPECT_EQ(c.seed, 18446744073709551615ull);
-  EXPECT_EQ(c.data.dataset, "fashion_mnist");  // enums are case-insensitive, stored canonical
+  EXPECT_EQ(name(c.data.dataset), "fashion_mnist");  // enums are case-insensitive, stored canonical
   EXPECT_EQ(c.data.train_limit, 100);
-  EXPECT_EQ(c.method.name, "full_zo");
-  EXPECT_EQ(c.method.partition, "3");
-  EXPECT_EQ(c.method.bp_activations, "average");
-  EXPECT_EQ(c.optimizer.name, "adam");
+  EXPECT_EQ(name(c.method.name), "full_zo");
+  EXPECT_EQ(c.method.partition, layers(3));
+  EXPECT_EQ(name(c.method.bp_activations), "average");
+  EXPECT_EQ(name(c.optimizer.name), "adam");
   EXPECT_EQ(c.optimizer.lr, 0.002);
   EXPECT_EQ(c.optimizer.bp_lr, 0.1);
   EXPECT_EQ(c.optimizer.decay.factor, 1.0);
@@ -187,12 +189,12 @@ TEST(ConfigTest, Enums) {
 }
 
 TEST(ConfigTest, PartitionForms) {
-  EXPECT_EQ(parse(R"({"method": {"partition": 2}})").method.partition, "2");
-  EXPECT_EQ(parse(R"({"method": {"partition": "004"}})").method.partition, "4");
-  EXPECT_EQ(parse(R"({"method": {"partition": "ZO-Feat-Cls2"}})").method.partition,
-            "zo-feat-cls2");
-  EXPECT_EQ(parse(R"({"method": {"partition": "zo-feat-cls1"}})").method.partition,
-            "zo-feat-cls1");
+  EXPECT_EQ(parse(R"({"method": {"partition": 2}})").method.partition, layers(2));
+  EXPECT_EQ(parse(R"({"method": {"partition": "004"}})").method.partition, layers(4));
+  EXPECT_EQ(parse(R"({"method": {"partition": "ZO-Feat-Cls2"}})").method.partition.rule,
+            Partition::Rule::kCls2);
+  EXPECT_EQ(parse(R"({"method": {"partition": "zo-feat-cls1"}})").method.partition.rule,
+            Partition::Rule::kCls1);
   for (const char* bad : {R"("abc")", "-1", "1.5", R"("")", "true", R"("-2")"}) {
     SCOPED_TRACE(bad);
     expect_error([&] { parse(std::string(R"({"method": {"partition": )") + bad + "}}"); },
@@ -215,9 +217,9 @@ TEST(ConfigTest, Overrides) {
   EXPECT_EQ(c.train.epochs, 3);
   EXPECT_EQ(c.optimizer.lr, 0.002);
   EXPECT_EQ(c.name, "123");  // later overrides win; a string key takes the text verbatim
-  EXPECT_EQ(c.data.dataset, "fashion_mnist");
+  EXPECT_EQ(name(c.data.dataset), "fashion_mnist");
   EXPECT_EQ(c.seed, 9u);
-  EXPECT_EQ(c.method.partition, "zo-feat-cls2");
+  EXPECT_EQ(c.method.partition.rule, Partition::Rule::kCls2);
   EXPECT_EQ(c.output.dir, "");
   EXPECT_EQ(c.zo.eps, 0.05);
   EXPECT_EQ(parse("{}", {R"(name="quoted")"}).name, "quoted");
@@ -286,12 +288,8 @@ TEST(ConfigTest, ZoQueriesAreCheckedAgainstThePrecision) {
 
 TEST(ConfigTest, ResolvePartition) {
   const int L = 5;
-  MethodConfig m;
-  m.name = "elastic_zo";
   auto with = [&](const std::string& p) {
-    MethodConfig x = m;
-    x.partition = p;
-    return x;
+    return parse("{}", {"method.name=elastic_zo", "method.partition=" + p}).method;
   };
   for (int c = 1; c < L; ++c) EXPECT_EQ(resolve_partition(with(std::to_string(c)), L), c);
   EXPECT_EQ(resolve_partition(with("zo-feat-cls1"), L), 3);
@@ -299,12 +297,12 @@ TEST(ConfigTest, ResolvePartition) {
   expect_error([&] { resolve_partition(with("0"), L); }, {"method.partition", "0 < C < 5"});
   expect_error([&] { resolve_partition(with("5"), L); }, {"method.partition", "0 < C < 5"});
   expect_error([&] { resolve_partition(with("7"), L); }, {"method.partition", "[0, 5]"});
-  expect_error([&] { resolve_partition(with("abc"), L); }, {"method.partition", "'abc'"});
+  expect_error([&] { with("abc"); }, {"method.partition", "\"abc\"", "zo-feat-cls1"});
   // full_bp / full_zo force the ends, whatever the partition says ("0".."5" all accepted).
   for (int c = 0; c <= L; ++c) {
     MethodConfig bp = with(std::to_string(c)), zo = with(std::to_string(c));
-    bp.name = "full_bp";
-    zo.name = "full_zo";
+    bp.name = Method::kFullBp;
+    zo.name = Method::kFullZo;
     EXPECT_EQ(resolve_partition(bp, L), 0);
     EXPECT_EQ(resolve_partition(zo, L), L);
   }
@@ -332,7 +330,7 @@ TEST(ConfigTest, LoadFileAndResolvePaths) {
   EXPECT_TRUE(fs::is_directory(resolve_path(quick, quick.data.root)));
   EXPECT_EQ(quick.train.epochs, 3);
   EXPECT_EQ(quick.train.batch_size, 32);
-  EXPECT_EQ(quick.method.name, "elastic_zo");
+  EXPECT_EQ(name(quick.method.name), "elastic_zo");
 
   expect_error([] { load_config(ZT_FIXTURES_DIR "/bad-key.json", {}); },
                {"bad-key.json: unknown key 'optimizer.lrr' (did you mean 'optimizer.lr'?)"});
@@ -347,9 +345,9 @@ using Points = std::vector<std::pair<std::int64_t, double>>;
 
 TEST(ConfigInt8Test, Defaults) {
   const ExperimentConfig c = parse("{}");
-  EXPECT_EQ(c.model.precision, "fp32");
+  EXPECT_EQ(name(c.model.precision), "fp32");
   EXPECT_EQ(c.int8.r_max, 3);
-  EXPECT_EQ(c.int8.sign, "float");
+  EXPECT_EQ(name(c.int8.sign), "float");
   EXPECT_EQ(c.int8.b_zo.points, (Points{{0, 1}}));
   EXPECT_EQ(c.int8.b_bp.points, (Points{{0, 5}, {20, 4}, {50, 3}}));
   EXPECT_EQ(c.int8.p_zero.points, (Points{{0, 0.33}, {20, 0.5}, {50, 0.9}}));
@@ -368,7 +366,7 @@ TEST(ConfigInt8Test, Defaults) {
   EXPECT_EQ(d.p_zero, c.int8.p_zero);
   EXPECT_EQ(d.b_zo, c.int8.b_zo);
   // Selecting int8 is accepted with the default optimizer (sgd).
-  EXPECT_EQ(parse(R"({"model": {"precision": "INT8"}})").model.precision, "int8");
+  EXPECT_EQ(name(parse(R"({"model": {"precision": "INT8"}})").model.precision), "int8");
 }
 
 TEST(ConfigInt8Test, ScheduleAt) {
@@ -391,7 +389,7 @@ TEST(ConfigInt8Test, NumberIsAConstantSchedule) {
   EXPECT_EQ(c.int8.p_zero.points, (Points{{0, 0}}));
   EXPECT_EQ(c.int8.b_bp.at(0), 4);
   EXPECT_EQ(c.int8.b_bp.at(500), 4);
-  EXPECT_EQ(c.int8.sign, "integer");
+  EXPECT_EQ(name(c.int8.sign), "integer");
 }
 
 TEST(ConfigInt8Test, ObjectSchedule) {
@@ -414,10 +412,10 @@ TEST(ConfigInt8Test, Overrides) {
   const ExperimentConfig c =
       parse("{}", {"model.precision=int8", "int8.b_bp=4", R"(int8.p_zero={"0":0.2,"10":0.6})",
                    "int8.sign=integer", "int8.r_max=15", R"(int8={"b_zo": 3})"});
-  EXPECT_EQ(c.model.precision, "int8");
+  EXPECT_EQ(name(c.model.precision), "int8");
   EXPECT_EQ(c.int8.b_bp.points, (Points{{0, 4}}));
   EXPECT_EQ(c.int8.p_zero.points, (Points{{0, 0.2}, {10, 0.6}}));
-  EXPECT_EQ(c.int8.sign, "integer");
+  EXPECT_EQ(name(c.int8.sign), "integer");
   EXPECT_EQ(c.int8.r_max, 15);
   EXPECT_EQ(c.int8.b_zo.points, (Points{{0, 3}}));
   // An override replaces the file's schedule as a whole (no merging of points).
@@ -530,11 +528,11 @@ TEST(ConfigInt8Test, AdamIsRejectedForInt8) {
   EXPECT_EQ(parse(R"({"optimizer": {"name": "adam"}})", {"model.precision=int8",
                                                           "optimizer.name=sgd"})
                 .optimizer.name,
-            "sgd");
-  EXPECT_EQ(parse(R"({"optimizer": {"name": "adam"}})").optimizer.name, "adam");
+            OptimizerKind::kSgd);
+  EXPECT_EQ(name(parse(R"({"optimizer": {"name": "adam"}})").optimizer.name), "adam");
   EXPECT_EQ(parse(R"({"model": {"precision": "int8"}, "optimizer": {"name": "sgd"}})")
                 .model.precision,
-            "int8");
+            Precision::kInt8);
 }
 
 TEST(ConfigInt8Test, KeysHelp) {
@@ -561,12 +559,12 @@ TEST(ConfigInt8Test, KeysHelp) {
 
 TEST(ConfigInt8Test, LoadFixture) {
   const ExperimentConfig c = load_config(ZT_FIXTURES_DIR "/int8.json", {});
-  EXPECT_EQ(c.model.precision, "int8");
-  EXPECT_EQ(c.optimizer.name, "sgd");
+  EXPECT_EQ(name(c.model.precision), "int8");
+  EXPECT_EQ(name(c.optimizer.name), "sgd");
   EXPECT_EQ(c.int8.r_max, 7);
   EXPECT_EQ(c.int8.b_bp.points, (Points{{0, 5}, {20, 4}, {50, 3}}));
   EXPECT_EQ(c.int8.p_zero.at(25), 0.5);
-  EXPECT_EQ(c.int8.sign, "integer");
+  EXPECT_EQ(name(c.int8.sign), "integer");
   EXPECT_EQ(c.train.batch_size, 0);
   EXPECT_EQ(resolve_batch_size(c), 256);
 }
@@ -588,9 +586,6 @@ TEST(ConfigTest, ResolveBatchSize) {
   ExperimentConfig bad;
   bad.train.batch_size = -3;
   expect_error([&] { resolve_batch_size(bad); }, {"train.batch_size", "-3"});
-  bad.train.batch_size = 0;
-  bad.model.precision = "fp16";
-  expect_error([&] { resolve_batch_size(bad); }, {"model.precision", "fp16"});
 }
 
 }  // namespace

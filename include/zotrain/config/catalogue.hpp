@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "zotrain/config/options.hpp"
+
 namespace zt::config {
 
 enum class InputKind {
@@ -17,6 +19,7 @@ enum class InputKind {
 };
 
 struct DatasetInfo {
+  Dataset id;           // its position in datasets()
   const char* name;     // data.dataset
   InputKind input;
   float mean, std;      // images: x = (p / 255 − mean) / std (the set's own statistics)
@@ -24,6 +27,7 @@ struct DatasetInfo {
 };
 
 struct ArchInfo {
+  Arch id;              // its position in architectures()
   const char* name;     // model.arch
   InputKind input;
   int fp32_batch;       // train.batch_size 0 = these (the paper's batches)
@@ -31,9 +35,11 @@ struct ArchInfo {
   const char* summary;  // for --help
 };
 
-const std::vector<DatasetInfo>& datasets();
+const std::vector<DatasetInfo>& datasets();  // in Dataset order
+const DatasetInfo& dataset(Dataset d);
 const DatasetInfo& dataset(std::string_view name);  // throws zt::Error naming the choices
-const std::vector<ArchInfo>& architectures();
+const std::vector<ArchInfo>& architectures();  // in Arch order
+const ArchInfo& architecture(Arch a);
 const ArchInfo& architecture(std::string_view name);  // throws zt::Error naming the choices
 
 }  // namespace zt::config

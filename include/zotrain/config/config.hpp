@@ -10,31 +10,33 @@
 #include <utility>
 #include <vector>
 
+#include "zotrain/config/options.hpp"
+
 namespace zt::config {
 
 struct DataConfig {
-  std::string dataset = "mnist";       // mnist | fashion_mnist | modelnet40
+  Dataset dataset = Dataset::kMnist;
   std::string root = "data/mnist-subset";  // as written; use resolve_path() (config dir, then cwd)
   std::int64_t train_limit = 0;        // 0 = all
   std::int64_t test_limit = 0;         // 0 = all
   std::int64_t points = 1024;          // modelnet40: points per sample
-  std::string augment = "rotate_jitter";  // modelnet40 training: none | rotate | jitter | rotate_jitter
+  Augment augment = Augment::kRotateJitter;  // modelnet40 training
 };
 struct ModelConfig {
-  std::string arch = "lenet5";         // lenet5 | pointnet
-  std::string precision = "fp32";      // fp32 | int8 (NITI integer training, docs/design.md §5)
+  Arch arch = Arch::kLeNet5;
+  Precision precision = Precision::kFp32;  // int8: NITI integer training (docs/design.md §5)
 };
 struct MethodConfig {
-  std::string name = "elastic_zo";     // full_bp | full_zo | elastic_zo
-  std::string partition = "zo-feat-cls1";  // integer C as text, or zo-feat-cls1 | zo-feat-cls2
-  std::string bp_activations = "minus";  // minus (θ−εz pass) | average (both passes)
+  Method name = Method::kElasticZo;
+  Partition partition;                 // elastic_zo only; resolve_partition()
+  BpActivations bp_activations = BpActivations::kMinus;  // θ−εz pass | average of both passes
 };
 struct DecayConfig {
   double factor = 0.8;
   std::int64_t every_epochs = 10;      // 0 = never
 };
 struct OptimizerConfig {
-  std::string name = "sgd";            // sgd | adam (the backprop part)
+  OptimizerKind name = OptimizerKind::kSgd;  // of the backprop part
   double lr = 0.0;                     // ZO part (and BP part unless bp_lr set); 0 = method default
   double bp_lr = -1.0;                 // -1 = same as lr (JSON: -1, null or absent)
   DecayConfig decay;
@@ -51,7 +53,7 @@ struct TrainConfig {
   std::int64_t threads = 0;            // 0 = all cores
   std::int64_t max_steps = 0;          // 0 = no limit (stop after this many steps in total)
   std::int64_t eval_every = 1;         // evaluate on the test set every N epochs (and at the end)
-  std::string memory_plan = "lean";   // lean (recompute, release early) | whole_batch (keep all)
+  MemoryPlan memory_plan = MemoryPlan::kLean;  // lean: recompute, release early; whole_batch: keep all
 };
 // A per-epoch schedule. JSON: a plain number (constant for the whole run) or an object whose
 // keys are the epoch (0-based count of completed epochs) from which a value applies, e.g.
@@ -70,7 +72,7 @@ struct Int8Config {
   Schedule b_zo{{{0, 1.0}}};           // bits of the int8 ZO update
   Schedule b_bp{{{0, 5.0}, {20, 4.0}, {50, 3.0}}};        // bits of the NITI BP update (the lr)
   Schedule p_zero{{{0, 0.33}, {20, 0.5}, {50, 0.9}}};     // sparsity of the perturbation
-  std::string sign = "float";          // float (INT8: float losses) | integer (INT8*, Eqs. 9-12)
+  Int8Sign sign = Int8Sign::kFloat;   // float (INT8: float losses) | integer (INT8*, Eqs. 9-12)
 };
 struct OutputConfig {
   std::string dir = "";                // empty = runs/<name>

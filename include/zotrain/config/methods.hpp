@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "zotrain/config/options.hpp"
+
 namespace zt::config {
 
 // Which partition points C a method allows, for a network with L parametric layers.
@@ -17,23 +19,24 @@ enum class PartitionRule {
 };
 
 struct MethodInfo {
+  Method id;            // its position in methods()
   const char* name;     // config value of method.name
   const char* summary;  // one line for --help
   PartitionRule rule;
 };
 
-const std::vector<MethodInfo>& methods();
+const std::vector<MethodInfo>& methods();  // in Method order
+const MethodInfo& method(Method m);
 
 // The most directions a ZO step may probe (zo.queries; train/zo_estimator.hpp).
 inline constexpr int kMaxZoQueries = 64;
-const MethodInfo* find_method(const std::string& name);  // nullptr if unknown
 
 // The paper's four settings by short key (zotrain bench, the digest tests): a method with its
 // partition point, C = partition(L).
 struct NamedSetting {
   const char* key;    // full_bp, full_zo, cls1, cls2
   const char* label;  // as in the paper's tables
-  const char* method;
+  Method method;
   int (*partition)(int L);
 };
 const std::vector<NamedSetting>& named_settings();

@@ -64,8 +64,8 @@
 
 namespace zt::train {
 
-enum class BpActivations { kMinus, kAverage };
-enum class MemoryPlan { kLean, kWholeBatch };
+using config::BpActivations;
+using config::MemoryPlan;
 
 inline constexpr int kForwardChunk = 4;
 // Lean plan: the automatic point chunk keeps its widest activation near this many floats.

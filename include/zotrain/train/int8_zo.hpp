@@ -9,12 +9,13 @@
 
 #include <cstdint>
 
+#include "zotrain/config/options.hpp"
 #include "zotrain/train/int8_trainer.hpp"
 #include "zotrain/train/zo_estimator.hpp"
 
 namespace zt::train {
 
-enum class Int8Sign { kFloat, kInteger };
+using config::Int8Sign;  // int8.sign (config/options.hpp)
 
 struct Int8StepResult {
   int g = 0;               // the sign the update used (0 for NITI, C = 0)

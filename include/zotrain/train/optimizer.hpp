@@ -5,9 +5,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "zotrain/config/options.hpp"
+
 namespace zt::train {
 
-enum class OptimizerKind { kSgd, kAdam };
+using config::OptimizerKind;  // the config's choice (config/options.hpp)
 
 // θ[n], g[n]; for Adam m[n], v[n] (zero-initialised) and the 1-based step count t.
 void sgd_update(std::size_t n, float* theta, const float* grad, float lr);

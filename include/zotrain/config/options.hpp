@@ -1,0 +1,90 @@
+// The closed choices of an experiment, as enums. The config parses each choice once, from its
+// text (case-insensitive), into these; everything above the config compares enums, never text.
+// The text of a value (config files, checkpoints' metadata, metrics) is name(value), from the
+// one table per enum below (EnumText) or, for methods, architectures and data sets, from their
+// registries (config/methods.hpp, config/catalogue.hpp), whose order is the enum's.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace zt::config {
+
+enum class Precision { kFp32, kInt8 };                     // model.precision
+enum class Augment { kNone, kRotate, kJitter, kRotateJitter };  // data.augment
+enum class BpActivations { kMinus, kAverage };              // method.bp_activations
+enum class OptimizerKind { kSgd, kAdam };                   // optimizer.name
+enum class MemoryPlan { kLean, kWholeBatch };               // train.memory_plan
+enum class Int8Sign { kFloat, kInteger };                   // int8.sign
+// Registry-backed (their text and help live in the registries):
+enum class Method { kFullBp, kFullZo, kElasticZo };         // method.name
+enum class Arch { kLeNet5, kPointNet };                     // model.arch
+enum class Dataset { kMnist, kFashionMnist, kModelNet40 };  // data.dataset
+
+template <class E>
+struct EnumText;  // names: the config text of each value, in enum order
+template <>
+struct EnumText<Precision> {
+  static constexpr std::array<std::string_view, 2> names{"fp32", "int8"};
+};
+template <>
+struct EnumText<Augment> {
+  static constexpr std::array<std::string_view, 4> names{"none", "rotate", "jitter",
+                                                         "rotate_jitter"};
+};
+template <>
+struct EnumText<BpActivations> {
+  static constexpr std::array<std::string_view, 2> names{"minus", "average"};
+};
+template <>
+struct EnumText<OptimizerKind> {
+  static constexpr std::array<std::string_view, 2> names{"sgd", "adam"};
+};
+template <>
+struct EnumText<MemoryPlan> {
+  static constexpr std::array<std::string_view, 2> names{"lean", "whole_batch"};
+};
+template <>
+struct EnumText<Int8Sign> {
+  static constexpr std::array<std::string_view, 2> names{"float", "integer"};
+};
+
+template <class E>
+std::span<const std::string_view> choices() {
+  return EnumText<E>::names;
+}
+template <class E>
+std::string_view name(E e) {
+  return EnumText<E>::names[static_cast<std::size_t>(e)];
+}
+// The value whose text is `text` (exactly, lower case); nullopt when none is.
+template <class E>
+std::optional<E> parse_choice(std::string_view text) {
+  const auto c = choices<E>();
+  for (std::size_t i = 0; i < c.size(); ++i)
+    if (c[i] == text) return static_cast<E>(i);
+  return std::nullopt;
+}
+// The registries' names (defined with them).
+std::string_view name(Method m);
+std::string_view name(Arch a);
+std::string_view name(Dataset d);
+
+// method.partition: C as a number of layers, or one of the paper's named points (relative to
+// the network's L parametric layers).
+struct Partition {
+  enum class Rule {
+    kLayers,  // C = layers
+    kCls1,    // zo-feat-cls1: C = L − 2 (the last two layers by backprop)
+    kCls2,    // zo-feat-cls2: C = L − 1
+  };
+  Rule rule = Rule::kCls1;
+  int layers = 0;
+  bool operator==(const Partition&) const = default;
+};
+inline constexpr std::array<std::string_view, 2> kPartitionNames{"zo-feat-cls1", "zo-feat-cls2"};
+
+}  // namespace zt::config
