@@ -45,6 +45,16 @@ int Int8Net::bp_segment_start(int partition) const {
   return zt::bp_segment_start(parametric_, size(), partition);
 }
 
+NetworkDesc Int8Net::describe() const {
+  NetworkDesc net{input_, {}};
+  for (const Int8Layer& l : layers_) {
+    const bool conv = l.op == LayerOp::kConv2d;
+    net.layers.push_back({l.name, {l.op, conv ? l.conv.kernel : 0, conv ? l.conv.pad : 0}, l.in,
+                          l.out, l.parametric(), l.weight_count});
+  }
+  return net;
+}
+
 std::size_t Int8Net::num_weights_of_range(int p_begin, int p_end) const {
   std::size_t n = 0;
   for (int p = p_begin; p < p_end; ++p) n += layer(parametric_layer(p)).weight_count;
@@ -59,7 +69,7 @@ std::size_t Int8Net::acc_elems(int i, int batch) const {
 
 std::size_t Int8Net::scratch_bytes(int i, int batch, int threads) const {
   const Int8Layer& l = layer(i);
-  if (l.op != Int8Op::kConv) return 0;
+  if (l.op != LayerOp::kConv2d) return 0;
   kernels::Conv2dShape s = l.conv;
   s.batch = batch;
   return kernels::conv2d_s8_scratch_bytes(s, threads);
@@ -74,7 +84,7 @@ std::size_t Int8Net::max_weight_count() const {
 void Int8Net::point_product(int i, std::size_t rows, const std::int8_t* x,
                             std::int32_t* acc) const {
   const Int8Layer& l = layer(i);
-  ZT_CHECK(l.op == Int8Op::kPointLinear);
+  ZT_CHECK(l.op == LayerOp::kPointLinear);
   linear_fwd_(static_cast<int>(rows), l.weight_shape[0], l.weight_shape[1], x,
               weights_.data() + l.weight_offset, acc);
 }
@@ -85,29 +95,30 @@ int Int8Net::forward(int i, int batch, const std::int8_t* x, int ex, std::int8_t
   const std::size_t out_n = static_cast<std::size_t>(batch) * l.out.numel();
   const std::int8_t* w = weights_.data() + l.weight_offset;
   switch (l.op) {
-    case Int8Op::kConv: {
+    case LayerOp::kConv2d: {
       kernels::Conv2dShape s = l.conv;
       s.batch = batch;
       conv_fwd_(s, x, w, acc, scratch);
       return ex + l.exponent + requantize_(acc, out_n, y);
     }
-    case Int8Op::kLinear:
-    case Int8Op::kPointLinear: {
-      const int rows = l.op == Int8Op::kLinear ? batch : batch * l.in.dims.at(0);
+    case LayerOp::kLinear:
+    case LayerOp::kPointLinear: {
+      const int rows = l.op == LayerOp::kLinear ? batch : batch * l.in.dims.at(0);
       linear_fwd_(rows, l.weight_shape[0], l.weight_shape[1], x, w, acc);
       return ex + l.exponent + requantize_(acc, out_n, y);
     }
-    case Int8Op::kRelu:
+    case LayerOp::kRelu:
       relu_fwd_(out_n, x, y);
       return ex;
-    case Int8Op::kMaxPool: {
+    case LayerOp::kMaxPool2x2: {
       const auto& d = l.in.dims;
       pool_fwd_(batch * d[0], d[1], d[2], x, y);
       return ex;
     }
-    case Int8Op::kMaxPoolPoints:
+    case LayerOp::kMaxPoolPoints:
       points_fwd_(batch, l.in.dims.at(0), l.in.dims.at(1), x, y);
       return ex;
+    case LayerOp::kBatchNorm: break;  // never in an int8 network (nn/int8_setup.cpp)
   }
   return ex;
 }
@@ -119,7 +130,7 @@ void Int8Net::backward(int i, int batch, const std::int8_t* x, const std::int8_t
   const std::size_t in_n = static_cast<std::size_t>(batch) * l.in.numel();
   std::int8_t* w = weights_.data() + l.weight_offset;
   switch (l.op) {
-    case Int8Op::kConv: {
+    case LayerOp::kConv2d: {
       kernels::Conv2dShape s = l.conv;
       s.batch = batch;
       if (e_in != nullptr) {
@@ -130,9 +141,9 @@ void Int8Net::backward(int i, int batch, const std::int8_t* x, const std::int8_t
       update_(w, grad, l.weight_count, b_bp);
       return;
     }
-    case Int8Op::kLinear:
-    case Int8Op::kPointLinear: {
-      const int rows = l.op == Int8Op::kLinear ? batch : batch * l.in.dims.at(0);
+    case LayerOp::kLinear:
+    case LayerOp::kPointLinear: {
+      const int rows = l.op == LayerOp::kLinear ? batch : batch * l.in.dims.at(0);
       const int n = l.weight_shape[0], k = l.weight_shape[1];
       if (e_in != nullptr) {
         linear_bwd_in_(rows, n, k, e_out, w, acc);
@@ -142,19 +153,20 @@ void Int8Net::backward(int i, int batch, const std::int8_t* x, const std::int8_t
       update_(w, grad, l.weight_count, b_bp);
       return;
     }
-    case Int8Op::kRelu:
+    case LayerOp::kRelu:
       if (e_in != nullptr) relu_bwd_(in_n, x, e_out, e_in);
       return;
-    case Int8Op::kMaxPool:
+    case LayerOp::kMaxPool2x2:
       if (e_in != nullptr) {
         const auto& d = l.in.dims;
         pool_bwd_(batch * d[0], d[1], d[2], x, e_out, e_in);
       }
       return;
-    case Int8Op::kMaxPoolPoints:
+    case LayerOp::kMaxPoolPoints:
       if (e_in != nullptr)
         points_bwd_(batch, l.in.dims.at(0), l.in.dims.at(1), x, e_out, e_in);
       return;
+    case LayerOp::kBatchNorm: break;  // never in an int8 network (nn/int8_setup.cpp)
   }
 }
 

@@ -22,7 +22,7 @@ std::unique_ptr<Int8Net> make_int8_net(Model& model, kernels::Isa isa) {
     switch (d.op) {
       case LayerOp::kConv2d: {
         const std::vector<int>& ws = src.params().at(0)->shape;  // [O, C, k, k]
-        l.op = Int8Op::kConv;
+        l.op = LayerOp::kConv2d;
         l.weight_shape = ws;
         l.conv.in_c = in.dims.at(0);
         l.conv.in_h = in.dims.at(1);
@@ -34,7 +34,7 @@ std::unique_ptr<Int8Net> make_int8_net(Model& model, kernels::Isa isa) {
       }
       case LayerOp::kLinear:
       case LayerOp::kPointLinear:
-        l.op = d.op == LayerOp::kLinear ? Int8Op::kLinear : Int8Op::kPointLinear;
+        l.op = d.op;
         l.weight_shape = src.params().at(0)->shape;  // [N, K] (the bias, if any, is dropped)
         break;
       case LayerOp::kBatchNorm:
@@ -42,9 +42,9 @@ std::unique_ptr<Int8Net> make_int8_net(Model& model, kernels::Isa isa) {
         // activations at 7 bits, which is the normalisation an int8 network gets.
         in = model.output_shape(i);
         continue;
-      case LayerOp::kMaxPoolPoints: l.op = Int8Op::kMaxPoolPoints; break;
-      case LayerOp::kRelu: l.op = Int8Op::kRelu; break;
-      case LayerOp::kMaxPool2x2: l.op = Int8Op::kMaxPool; break;
+      case LayerOp::kMaxPoolPoints:
+      case LayerOp::kRelu:
+      case LayerOp::kMaxPool2x2: l.op = d.op; break;
     }
     layers.push_back(std::move(l));
     in = model.output_shape(i);
@@ -100,29 +100,6 @@ void dequantize_weights(const Int8Net& net, int i, float* w) {
   const std::int8_t* src = net.weights() + l.weight_offset;
   for (std::size_t k = 0; k < l.weight_count; ++k)
     w[k] = static_cast<float>(std::ldexp(static_cast<double>(src[k]), l.exponent));
-}
-
-std::vector<telemetry::LayerFootprint> int8_footprint(const Int8Net& net) {
-  std::vector<telemetry::LayerFootprint> f;
-  for (int i = 0; i < net.size(); ++i) {
-    const Int8Layer& l = net.layer(i);
-    telemetry::LayerFootprint lf;
-    lf.name = l.name;
-    switch (l.op) {
-      case Int8Op::kConv: lf.kind = "conv2d"; break;
-      case Int8Op::kLinear: lf.kind = "linear"; break;
-      case Int8Op::kPointLinear: lf.kind = "point_linear"; break;
-      case Int8Op::kRelu: lf.kind = "relu"; break;
-      case Int8Op::kMaxPool: lf.kind = "maxpool2x2"; break;
-      case Int8Op::kMaxPoolPoints: lf.kind = "maxpool_points"; break;
-    }
-    lf.parametric = l.parametric();
-    lf.matmul = l.matmul();
-    lf.params = l.weight_count;
-    lf.out_per_sample = l.out.numel();
-    f.push_back(std::move(lf));
-  }
-  return f;
 }
 
 }  // namespace zt::nn

@@ -100,27 +100,25 @@ std::size_t Model::forward_macs_per_sample() const {
   return n;
 }
 
-std::vector<telemetry::LayerFootprint> Model::footprint() const {
-  std::vector<telemetry::LayerFootprint> out;
-  int owner = -1;  // footprint entry of the θ_l the current layer belongs to
+NetworkDesc Model::describe() const {
+  NetworkDesc net{input_, {}};
+  int owner = -1;  // entry of the θ_l the current layer belongs to
+  Shape in = input_;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
-    telemetry::LayerFootprint f;
-    f.name = layers_[i]->name();
-    f.kind = layers_[i]->kind();
-    f.matmul = layers_[i]->is_matmul();
-    f.out_per_sample = shapes_[i].numel();
+    LayerInfo l{layers_[i]->name(), layers_[i]->desc(), in, shapes_[i]};
     std::size_t n = 0;
     for (ParamTensor* p : layers_[i]->params()) n += p->size();
     if (n > 0 && layers_[i]->joins_previous_parametric()) {
-      out[static_cast<std::size_t>(owner)].params += n;
+      net.layers[static_cast<std::size_t>(owner)].params += n;
     } else {
-      f.params = n;
-      f.parametric = n > 0;
-      if (f.parametric) owner = static_cast<int>(i);
+      l.params = n;
+      l.parametric = n > 0;
+      if (l.parametric) owner = static_cast<int>(i);
     }
-    out.push_back(f);
+    net.layers.push_back(std::move(l));
+    in = shapes_[i];
   }
-  return out;
+  return net;
 }
 
 }  // namespace zt::nn

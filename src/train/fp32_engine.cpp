@@ -66,7 +66,7 @@ class Fp32Engine final : public Engine {
 
   telemetry::PaperMemory paper_memory() const override {
     const bool adam = trainer_->options().optimizer == OptimizerKind::kAdam;
-    return telemetry::paper_memory(model_->footprint(), batch_, c_,
+    return telemetry::paper_memory(model_->describe().footprint(), batch_, c_,
                                    adam && c_ < model_->num_parametric(),
                                    telemetry::Precision::kFp32);
   }

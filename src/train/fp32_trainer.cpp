@@ -50,36 +50,30 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
   const bool bp = opt_.partition < L;
   sets_ = (zo && bp && opt_.bp_activations == BpActivations::kAverage) ? 2 : 1;
 
-  // Lean plan: a per-point stack of row-wise layers ending in MaxPoolPoints, all in the ZO part.
-  if (opt_.plan == MemoryPlan::kLean && model_.input_shape().dims.size() == 2) {
-    int pool = -1;
-    for (int i = 0; i < n; ++i) {
-      if (dynamic_cast<nn::MaxPoolPoints*>(&model_.layer(i)) != nullptr) {
-        pool = i;
-        break;
-      }
-      if (!model_.layer(i).row_wise()) break;
-    }
-    // Backprop into the stack: the tail PointLinear → BatchNorm → ReLU → pool is streamed and
-    // recomputed in backward (the layers below it keep their activations).
-    const bool tail = pool >= 3 && dynamic_cast<nn::PointLinear*>(&model_.layer(pool - 3)) != nullptr &&
-                      dynamic_cast<nn::BatchNorm*>(&model_.layer(pool - 2)) != nullptr &&
-                      dynamic_cast<nn::Relu*>(&model_.layer(pool - 1)) != nullptr;
-    if (pool >= 1 && pool < seg_) {
+  // Lean plan: a per-point stack (nn/network_desc.hpp) wholly in the ZO part streams; with
+  // backprop into the stack, its tail PointLinear → BatchNorm → ReLU → pool is streamed and
+  // recomputed in backward (the layers below it keep their activations).
+  if (opt_.plan == MemoryPlan::kLean) {
+    using nn::LayerOp;
+    const nn::NetworkDesc net = model_.describe();
+    const nn::PointStack stack = nn::find_point_stack(net);
+    const bool bn_relu_tail =
+        stack.between == std::vector<LayerOp>{LayerOp::kBatchNorm, LayerOp::kRelu};
+    if (stack.found() && stack.pool < seg_) {
       lean_ = true;
-    } else if (pool >= 1 && tail && seg_ <= pool - 3 && sets_ == 1) {
+    } else if (stack.found() && bn_relu_tail && seg_ <= stack.tail && sets_ == 1) {
       lean_ = lean_bp_ = true;
-      stream_from_ = pool - 3;
+      stream_from_ = stack.tail;
     }
     if (lean_) {
-      pool_ = pool;
+      pool_ = stack.pool;
       points_ = model_.input_shape().dims[0];
       in_channels_ = stream_from_ == 0 ? model_.input_shape().dims[1]
                                        : model_.output_shape(stream_from_ - 1).dims.back();
-      for (int i = stream_from_; i < pool_; ++i)
-        if (dynamic_cast<nn::BatchNorm*>(&model_.layer(i)) != nullptr) stack_bn_.push_back(i);
+      for (int i : stack.batchnorms)
+        if (i >= stream_from_) stack_bn_.push_back(i);
       fuse_tail_ = !stack_bn_.empty() && stack_bn_.back() == pool_ - 2 &&
-                   dynamic_cast<nn::Relu*>(&model_.layer(pool_ - 1)) != nullptr;
+                   net.layers[static_cast<std::size_t>(pool_ - 1)].desc.op == LayerOp::kRelu;
     }
   }
   std::size_t chunk_width = 0;  // widest per-point activation of the stack

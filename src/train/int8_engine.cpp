@@ -53,18 +53,18 @@ class Int8Engine final : public Engine {
 
   std::vector<LayerRow> layers() const override {
     std::vector<LayerRow> rows;
-    const int seg = net_->bp_segment_start(c_);
-    const auto fp = nn::int8_footprint(*net_);
-    for (int i = 0; i < net_->size(); ++i) {
-      const nn::Int8Layer& l = net_->layer(i);
-      rows.push_back({l.name, fp[static_cast<std::size_t>(i)].kind + " (int8)", l.out.str(),
-                      l.weight_count, i < seg});
+    const nn::NetworkDesc net = net_->describe();
+    const int seg = net.bp_segment_start(c_);
+    for (int i = 0; i < net.size(); ++i) {
+      const nn::LayerInfo& l = net.layers[static_cast<std::size_t>(i)];
+      rows.push_back({l.name, std::string(nn::op_name(l.desc.op)) + " (int8)", l.out.str(),
+                      l.params, i < seg});
     }
     return rows;
   }
 
   telemetry::PaperMemory paper_memory() const override {
-    return telemetry::paper_memory(nn::int8_footprint(*net_), batch_, c_, false,
+    return telemetry::paper_memory(net_->describe().footprint(), batch_, c_, false,
                                    telemetry::Precision::kInt8);
   }
   std::size_t planned_bytes() const override {

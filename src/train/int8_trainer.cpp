@@ -55,14 +55,13 @@ Int8Trainer::Int8Trainer(nn::Int8Net& net, const Int8TrainerOptions& options)
   const auto B = static_cast<std::size_t>(opt_.batch_size);
   const int layers = net_.size();
 
-  // Lean tail: PointLinear → ReLU → max over points, all before the backprop segment.
-  for (int i = 2; opt_.lean && i < layers && i < seg_; ++i)
-    if (net_.layer(i).op == nn::Int8Op::kMaxPoolPoints) {
-      if (net_.layer(i - 1).op == nn::Int8Op::kRelu &&
-          net_.layer(i - 2).op == nn::Int8Op::kPointLinear)
-        tail_ = i - 2;
-      break;
-    }
+  // Lean tail: the per-point stack (nn/network_desc.hpp) ends PointLinear → ReLU → max over
+  // points, all before the backprop segment.
+  if (opt_.lean) {
+    const nn::PointStack stack = nn::find_point_stack(net_.describe());
+    if (stack.found() && stack.pool < seg_ && stack.between == std::vector{nn::LayerOp::kRelu})
+      tail_ = stack.tail;
+  }
   std::size_t pingpong = 0, acc = 0, scratch = 0, err = 0;
   h_kept_.assign(static_cast<std::size_t>(layers), -1);
   for (int i = 0; i < layers; ++i) {

@@ -163,7 +163,7 @@ TEST(LeNet5, ShapesAndParameterCounts) {
   EXPECT_EQ(m->num_params_of_range(0, 4), 106936u);  // ZO-Feat-Cls2, C = L−1
   // 18,058 activation elements per sample (docs/design.md §7).
   std::size_t acts = 0;
-  for (const auto& f : m->footprint()) acts += f.out_per_sample;
+  for (const auto& f : m->describe().footprint()) acts += f.out_per_sample;
   EXPECT_EQ(acts, 18058u);
 }
 

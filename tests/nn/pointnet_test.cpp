@@ -12,6 +12,7 @@
 
 #include "zotrain/nn/activation.hpp"
 #include "zotrain/nn/batchnorm.hpp"
+#include "zotrain/nn/int8_setup.hpp"
 #include "zotrain/nn/lenet5.hpp"
 #include "zotrain/nn/pointnet.hpp"
 #include "zotrain/telemetry/memory.hpp"
@@ -99,10 +100,12 @@ TEST(PointNet, BpSegmentStartForEveryPartition) {
   auto m = make_pointnet(32, Isa::kReference);
   // mlp1..mlp5 at 0, 3, 6, 9, 12; fc1, fc2, fc3 at 16, 18, 20; C = L → size().
   const int expect[9] = {0, 3, 6, 9, 12, 16, 18, 20, 21};
-  const auto fp = m->footprint();
+  const NetworkDesc net = m->describe();
+  const auto fp = net.footprint();
   for (int c = 0; c <= 8; ++c) {
     EXPECT_EQ(m->bp_segment_start(c), expect[c]) << c;
-    EXPECT_EQ(telemetry::bp_segment_start(fp, c), expect[c]) << c;  // the footprint agrees
+    EXPECT_EQ(net.bp_segment_start(c), expect[c]) << c;               // the description agrees
+    EXPECT_EQ(telemetry::bp_segment_start(fp, c), expect[c]) << c;  // and its footprint
   }
   // The footprint gives each θ_l's parameters to the layer that starts it.
   std::size_t total = 0;
@@ -115,6 +118,25 @@ TEST(PointNet, BpSegmentStartForEveryPartition) {
   }
   EXPECT_EQ(total, m->num_params());
   EXPECT_EQ(fp[0].params, theta_size(0));
+}
+
+// The per-point stack both trainers plan from: FP32 mlp1..mlp5 (PointLinear, BatchNorm, ReLU)
+// then the pool; the int8 network has no BatchNorm; LeNet-5 has no stack.
+TEST(PointNet, PointStackOfBothPrecisions) {
+  auto m = make_pointnet(32, Isa::kReference);
+  const PointStack s = find_point_stack(m->describe());
+  ASSERT_TRUE(s.found());
+  EXPECT_EQ(s.pool, 15);
+  EXPECT_EQ(s.tail, 12);
+  EXPECT_EQ(s.batchnorms, (std::vector<int>{1, 4, 7, 10, 13}));
+  EXPECT_EQ(s.between, (std::vector<LayerOp>{LayerOp::kBatchNorm, LayerOp::kRelu}));
+  const PointStack i8 = find_point_stack(make_int8_net(*m, Isa::kReference)->describe());
+  ASSERT_TRUE(i8.found());
+  EXPECT_EQ(i8.pool, 10);
+  EXPECT_EQ(i8.tail, 8);
+  EXPECT_TRUE(i8.batchnorms.empty());
+  EXPECT_EQ(i8.between, (std::vector<LayerOp>{LayerOp::kRelu}));
+  EXPECT_FALSE(find_point_stack(make_lenet5(Isa::kReference)->describe()).found());
 }
 
 TEST(PointNet, MakeModelByName) {

@@ -12,8 +12,8 @@ namespace {
 std::vector<LayerFootprint> lenet(Precision p) {
   auto model = nn::make_lenet5(kernels::Isa::kReference);
   if (p == Precision::kInt8)  // the int8 network zotrain trains (NITI: no biases)
-    return nn::int8_footprint(*nn::make_int8_net(*model, kernels::Isa::kReference));
-  return model->footprint();
+    return nn::make_int8_net(*model, kernels::Isa::kReference)->describe().footprint();
+  return model->describe().footprint();
 }
 
 std::size_t total(Precision p, int batch, int c, bool adam = false) {
@@ -70,7 +70,7 @@ TEST(PaperMemory, ErrorsOfTheBackpropSegment) {
 // PointNet FP32, B = 32, N = 1024 (docs/design.md §7): every linear, BatchNorm, ReLU and the
 // max-pool has its own output buffer; BN's γ, β count in θ_l (and g when θ_l is backpropagated).
 std::size_t pointnet_total(int c, int batch = 32) {
-  return paper_memory(nn::make_pointnet(1024, kernels::Isa::kReference)->footprint(), batch, c,
+  return paper_memory(nn::make_pointnet(1024, kernels::Isa::kReference)->describe().footprint(), batch, c,
                       false, Precision::kFp32)
       .total;
 }
@@ -82,7 +82,7 @@ TEST(PaperMemory, Fp32PointNet) {
 }
 
 TEST(PaperMemory, PointNetBatchNormInThetaAndErrors) {
-  const auto fp = nn::make_pointnet(1024, kernels::Isa::kReference)->footprint();
+  const auto fp = nn::make_pointnet(1024, kernels::Isa::kReference)->describe().footprint();
   // C = 4: θ_5 (mlp5 + its BN) onwards is backpropagated.
   const auto m = paper_memory(fp, 1, 4, false, Precision::kFp32);
   const std::size_t theta5 = 128 * 1024 + 2 * 1024;

@@ -11,9 +11,11 @@
 #include <span>
 #include <string_view>
 
+#include "zotrain/core/precision.hpp"
+
 namespace zt::config {
 
-enum class Precision { kFp32, kInt8 };                     // model.precision
+using zt::Precision;                                        // model.precision
 enum class Augment { kNone, kRotate, kJitter, kRotateJitter };  // data.augment
 enum class BpActivations { kMinus, kAverage };              // method.bp_activations
 enum class OptimizerKind { kSgd, kAdam };                   // optimizer.name

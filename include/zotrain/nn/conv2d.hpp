@@ -12,7 +12,6 @@ class Conv2d final : public Layer {
   LayerDesc desc() const override { return {LayerOp::kConv2d, kernel_, pad_}; }
   Shape infer(const Shape& in) override;
   std::vector<ParamTensor*> params() override { return {&weight_, &bias_}; }
-  bool is_matmul() const override { return true; }
   void init(SplitMix64& rng) override;
   std::size_t forward_macs() const override;
   std::size_t scratch_floats(int batch) const override;

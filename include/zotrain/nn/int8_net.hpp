@@ -19,16 +19,17 @@
 #include "zotrain/kernels/isa.hpp"
 #include "zotrain/kernels/linear_s8.hpp"
 #include "zotrain/kernels/quant.hpp"
+#include "zotrain/nn/network_desc.hpp"
 
 namespace zt::nn {
 
-// kPointLinear: a linear layer applied to every point ([N, K] → [N, M] per sample);
-// kMaxPoolPoints: max over points ([N, C] → [C]).
-enum class Int8Op { kConv, kLinear, kPointLinear, kRelu, kMaxPool, kMaxPoolPoints };
+// A layer's op is the FP32 layer's (nn/network_desc.hpp) minus BatchNorm, which an int8 network
+// does not have: kPointLinear is a linear layer applied to every point ([N, K] → [N, M] per
+// sample), kMaxPoolPoints the max over points ([N, C] → [C]).
 
 struct Int8Layer {
   std::string name;
-  Int8Op op = Int8Op::kRelu;
+  LayerOp op = LayerOp::kRelu;
   Shape in, out;                    // per sample
   kernels::Conv2dShape conv;        // kConv geometry (its batch field is set per call)
   std::vector<int> weight_shape;    // parametric layers: [O, C, k, k] or [N, K]
@@ -36,7 +37,7 @@ struct Int8Layer {
   int exponent = 0;                 // e_W
   bool parametric() const { return weight_count > 0; }
   bool matmul() const {
-    return op == Int8Op::kConv || op == Int8Op::kLinear || op == Int8Op::kPointLinear;
+    return op == LayerOp::kConv2d || op == LayerOp::kLinear || op == LayerOp::kPointLinear;
   }
 };
 
@@ -55,6 +56,7 @@ class Int8Net {
   int num_parametric() const { return static_cast<int>(parametric_.size()); }
   int parametric_layer(int p) const { return parametric_[static_cast<std::size_t>(p)]; }
   int bp_segment_start(int partition) const;  // layer index of θ_{C+1} (size() when C = L)
+  NetworkDesc describe() const;  // nn/network_desc.hpp
   std::size_t num_weights() const { return weights_.size(); }
   std::size_t num_weights_of_range(int p_begin, int p_end) const;  // θ_{p_begin+1..p_end}
   std::int8_t* weights() { return weights_.data(); }

@@ -25,7 +25,5 @@ void quantize_weights(Int8Net& net, int i, const float* w);
 // Real values W · 2^e of layer i's weights into w [weight_count].
 void dequantize_weights(const Int8Net& net, int i, float* w);
 
-// Layer footprint for the paper's memory equations (int8: weights only, no biases).
-std::vector<telemetry::LayerFootprint> int8_footprint(const Int8Net& net);
 
 }  // namespace zt::nn

@@ -9,6 +9,7 @@
 
 #include "zotrain/core/rng.hpp"
 #include "zotrain/core/shape.hpp"
+#include "zotrain/nn/network_desc.hpp"
 
 namespace zt::nn {
 
@@ -23,29 +24,6 @@ struct ParamTensor {
     return n;
   }
 };
-
-// What a layer computes, independent of precision: its operation and geometry. The int8
-// network is built from these (nn/int8_setup.cpp), so it never re-derives a layer from a name
-// or from shapes.
-enum class LayerOp {
-  kConv2d, kLinear, kPointLinear, kBatchNorm, kRelu, kMaxPool2x2, kMaxPoolPoints
-};
-struct LayerDesc {
-  LayerOp op;
-  int kernel = 0, pad = 0;  // kConv2d: square kernel and zero padding
-};
-inline const char* op_name(LayerOp op) {
-  switch (op) {
-    case LayerOp::kConv2d: return "conv2d";
-    case LayerOp::kLinear: return "linear";
-    case LayerOp::kPointLinear: return "point_linear";
-    case LayerOp::kBatchNorm: return "batchnorm";
-    case LayerOp::kRelu: return "relu";
-    case LayerOp::kMaxPool2x2: return "maxpool2x2";
-    case LayerOp::kMaxPoolPoints: return "maxpool_points";
-  }
-  return "?";
-}
 
 class Layer {
  public:
@@ -73,8 +51,6 @@ class Layer {
   // Whether a training-mode forward pass updates the running statistics (default true). Lets a
   // ZO step update them once per step although it runs two forward passes.
   virtual void set_update_running_stats(bool /*update*/) {}
-  // True for conv/linear (their int32 output counts in the int8 accounting).
-  virtual bool is_matmul() const { return false; }
   // True when the forward pass is a matrix product over the batch that is much faster on the
   // whole batch than on small chunks of it (linear layers: one packed weight, M = batch).
   virtual bool prefers_whole_batch() const { return false; }

@@ -15,7 +15,6 @@ class Linear final : public Layer {
   LayerDesc desc() const override { return {LayerOp::kLinear}; }
   Shape infer(const Shape& in) override;
   std::vector<ParamTensor*> params() override { return {&weight_, &bias_}; }
-  bool is_matmul() const override { return true; }
   bool prefers_whole_batch() const override { return true; }
   void init(SplitMix64& rng) override;
   std::size_t forward_macs() const override;
@@ -35,7 +34,6 @@ class PointLinear final : public Layer {
   LayerDesc desc() const override { return {LayerOp::kPointLinear}; }
   Shape infer(const Shape& in) override;  // [N, I] → [N, O]
   std::vector<ParamTensor*> params() override;
-  bool is_matmul() const override { return true; }
   bool prefers_whole_batch() const override { return true; }
   void init(SplitMix64& rng) override;
   std::size_t forward_macs() const override;  // N·I·O

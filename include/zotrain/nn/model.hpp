@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "zotrain/nn/layer.hpp"
-#include "zotrain/telemetry/memory.hpp"
 
 namespace zt::nn {
 
@@ -55,10 +54,9 @@ class Model {
   // Parameters (and buffers) to their initial values.
   void init(std::uint64_t seed);
   std::size_t forward_macs_per_sample() const;
-  // One entry per layer; a joining layer's parameters are counted in the entry of the layer that
-  // starts its θ_l (that entry is the one marked parametric), so the paper's θ, g and the
-  // partition's segment start come out as for θ_1..θ_L.
-  std::vector<telemetry::LayerFootprint> footprint() const;
+  // The network's description (nn/network_desc.hpp); a joining layer's parameters are counted
+  // in the entry of the layer that starts its θ_l (the one marked parametric).
+  NetworkDesc describe() const;
 
  private:
   int group_end(int p) const;  // one past the last layer of θ_{p+1}

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "zotrain/core/precision.hpp"
+
 namespace zt::telemetry {
 
 struct LayerFootprint {
@@ -18,7 +20,7 @@ struct LayerFootprint {
   std::size_t out_per_sample = 0;   // output elements per sample
 };
 
-enum class Precision { kFp32, kInt8 };
+using zt::Precision;
 
 struct PaperMemory {
   std::size_t params = 0, grads = 0, activations = 0, errors = 0, optimizer_state = 0,
