@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "zotrain/core/error.hpp"
+
 namespace zt::train {
 
 void sgd_update(std::size_t n, float* theta, const float* grad, float lr) {
@@ -19,6 +21,18 @@ void adam_update(std::size_t n, float* theta, const float* grad, float* m, float
     m[i] = kB1 * m[i] + (1 - kB1) * grad[i];
     v[i] = kB2 * v[i] + (1 - kB2) * grad[i] * grad[i];
     theta[i] -= step * m[i] / (std::sqrt(v[i]) * inv_sqrt_c2 + kEps);
+  }
+}
+
+BpOptimizer::BpOptimizer(OptimizerKind kind, std::size_t n, float* m, float* v)
+    : kind_(kind), n_(n), m_(m), v_(v) {
+  ZT_CHECK(n == 0 || kind != OptimizerKind::kAdam || (m != nullptr && v != nullptr));
+}
+
+void BpOptimizer::apply(float* theta, const float* grad, float lr) {
+  switch (kind_) {
+    case OptimizerKind::kSgd: sgd_update(n_, theta, grad, lr); return;
+    case OptimizerKind::kAdam: adam_update(n_, theta, grad, m_, v_, ++t_, lr); return;
   }
 }
 

@@ -16,6 +16,24 @@ void sgd_update(std::size_t n, float* theta, const float* grad, float lr);
 void adam_update(std::size_t n, float* theta, const float* grad, float* m, float* v,
                  std::int64_t t, float lr);
 
+// The optimizer of the backprop parameters θ[n]: SGD, or Adam with its state m, v (n floats each,
+// caller-planned, zero-initialised; null for SGD) and its step count.
+class BpOptimizer {
+ public:
+  BpOptimizer(OptimizerKind kind, std::size_t n, float* m, float* v);
+  void apply(float* theta, const float* grad, float lr);  // one step
+  float* adam_m() const { return m_; }
+  float* adam_v() const { return v_; }
+  std::int64_t steps() const { return t_; }
+  void set_steps(std::int64_t t) { t_ = t; }  // resuming
+
+ private:
+  OptimizerKind kind_;
+  std::size_t n_;
+  float *m_, *v_;
+  std::int64_t t_ = 0;
+};
+
 // Defaults chosen by a sweep on the bundled MNIST subset (README, "Defaults"): ZO part 1e-3
 // (with zo.grad_clip 2); backprop part 0.05 with SGD, 1e-3 with Adam.
 inline constexpr double kDefaultZoLr = 1e-3;
