@@ -180,7 +180,7 @@ class Fp32Trainer::ZoStep final : public ZoExecutor {
     const int q = static_cast<int>(g.size());
     for (int i = 0; i < q; ++i) {
       const float restore = i == q - 1 ? t_.opt_.eps : 0.0f;
-      const double gi = q == 1 ? g[0] : g[static_cast<std::size_t>(i)] / q;
+      const double gi = g[static_cast<std::size_t>(i)] / q;  // exact for q = 1
       t_.perturb_(theta_, t_.zo_params_, seed_, seeds::fp32_perturbation_stream(i), 0,
                   restore - lr_ * static_cast<float>(gi));
       g_sum_ += g[static_cast<std::size_t>(i)];
