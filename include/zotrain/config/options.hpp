@@ -1,7 +1,7 @@
 // The closed choices of an experiment, as enums. The config parses each choice once, from its
 // text (case-insensitive), into these; everything above the config compares enums, never text.
 // The text of a value (config files, checkpoints' metadata, metrics) is name(value), from the
-// one table per enum below (EnumText) or, for methods, architectures and data sets, from their
+// one table per enum below (kEnumText) or, for methods, architectures and data sets, from their
 // registries (config/methods.hpp, config/catalogue.hpp), whose order is the enum's.
 #pragma once
 
@@ -26,41 +26,31 @@ enum class Method { kFullBp, kFullZo, kElasticZo };         // method.name
 enum class Arch { kLeNet5, kPointNet };                     // model.arch
 enum class Dataset { kMnist, kFashionMnist, kModelNet40 };  // data.dataset
 
+// The config text of each value, in enum order.
 template <class E>
-struct EnumText;  // names: the config text of each value, in enum order
+inline constexpr std::array<std::string_view, 0> kEnumText{};
 template <>
-struct EnumText<Precision> {
-  static constexpr std::array<std::string_view, 2> names{"fp32", "int8"};
-};
+inline constexpr std::array<std::string_view, 2> kEnumText<Precision>{"fp32", "int8"};
 template <>
-struct EnumText<Augment> {
-  static constexpr std::array<std::string_view, 4> names{"none", "rotate", "jitter",
-                                                         "rotate_jitter"};
-};
+inline constexpr std::array<std::string_view, 4> kEnumText<Augment>{"none", "rotate", "jitter",
+                                                                    "rotate_jitter"};
 template <>
-struct EnumText<BpActivations> {
-  static constexpr std::array<std::string_view, 2> names{"minus", "average"};
-};
+inline constexpr std::array<std::string_view, 2> kEnumText<BpActivations>{"minus", "average"};
 template <>
-struct EnumText<OptimizerKind> {
-  static constexpr std::array<std::string_view, 2> names{"sgd", "adam"};
-};
+inline constexpr std::array<std::string_view, 2> kEnumText<OptimizerKind>{"sgd", "adam"};
 template <>
-struct EnumText<MemoryPlan> {
-  static constexpr std::array<std::string_view, 2> names{"lean", "whole_batch"};
-};
+inline constexpr std::array<std::string_view, 2> kEnumText<MemoryPlan>{"lean", "whole_batch"};
 template <>
-struct EnumText<Int8Sign> {
-  static constexpr std::array<std::string_view, 2> names{"float", "integer"};
-};
+inline constexpr std::array<std::string_view, 2> kEnumText<Int8Sign>{"float", "integer"};
 
 template <class E>
 std::span<const std::string_view> choices() {
-  return EnumText<E>::names;
+  static_assert(!kEnumText<E>.empty(), "no kEnumText for this enum");
+  return kEnumText<E>;
 }
 template <class E>
 std::string_view name(E e) {
-  return EnumText<E>::names[static_cast<std::size_t>(e)];
+  return choices<E>()[static_cast<std::size_t>(e)];
 }
 // The value whose text is `text` (exactly, lower case); nullopt when none is.
 template <class E>
