@@ -38,6 +38,7 @@
 #include "zotrain/kernels/pool.hpp"
 #include "zotrain/kernels/quant.hpp"
 #include "zotrain/kernels/relu.hpp"
+#include "zotrain/nn/architectures.hpp"
 #include "zotrain/nn/int8_setup.hpp"
 #include "zotrain/nn/lenet5.hpp"
 #include "zotrain/telemetry/phases.hpp"

@@ -4,7 +4,6 @@
 #include "zotrain/nn/activation.hpp"
 #include "zotrain/nn/conv2d.hpp"
 #include "zotrain/nn/linear.hpp"
-#include "zotrain/nn/pointnet.hpp"
 
 namespace zt::nn {
 
@@ -22,12 +21,6 @@ std::unique_ptr<Model> make_lenet5(kernels::Isa isa) {
   l.push_back(std::make_unique<Relu>("relu4", isa));
   l.push_back(std::make_unique<Linear>("fc3", 84, 10, isa));
   return std::make_unique<Model>("lenet5", Shape{{1, 28, 28}}, std::move(l));
-}
-
-std::unique_ptr<Model> make_model(const std::string& arch, kernels::Isa isa, int points) {
-  if (arch == "lenet5") return make_lenet5(isa);
-  if (arch == "pointnet") return make_pointnet(points, isa);
-  throw Error("model.arch: unknown architecture '" + arch + "' (expected lenet5 or pointnet)");
 }
 
 }  // namespace zt::nn

@@ -10,6 +10,7 @@
 #include "zotrain/core/error.hpp"
 #include "zotrain/train/int8_zo.hpp"
 #include "zotrain/kernels/quant.hpp"
+#include "zotrain/nn/architectures.hpp"
 #include "zotrain/nn/int8_setup.hpp"
 #include "zotrain/nn/lenet5.hpp"
 #include "zotrain/train/int8_float.hpp"
@@ -23,7 +24,7 @@ using nlohmann::json;
 class Int8Engine final : public Engine {
  public:
   Int8Engine(const config::ExperimentConfig& cfg, int batch, int threads)
-      : cfg_(cfg), batch_(batch), fp32_(nn::make_model(std::string(config::name(cfg.model.arch)), kernels::Isa::kReference, static_cast<int>(cfg.data.points))) {
+      : cfg_(cfg), batch_(batch), fp32_(nn::make_model(config::name(cfg.model.arch), kernels::Isa::kReference, static_cast<int>(cfg.data.points))) {
     net_ = nn::make_int8_net(*fp32_, kernels::best_isa());
     macs_ = fp32_->forward_macs_per_sample();
     fp32_.reset();  // only its layer sequence was needed

@@ -12,6 +12,7 @@
 #include "zotrain/config/methods.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/kernels/isa.hpp"
+#include "zotrain/nn/architectures.hpp"
 #include "zotrain/nn/lenet5.hpp"
 
 namespace zt::config {
@@ -65,9 +66,12 @@ TEST(Catalogue, ConfigAcceptsMatchingPairsAndTakesTheDefaultBatch) {
   }
 }
 
-// The network factory (nn::make_model) builds every registered architecture, with the input its
-// registry entry names.
+// The network factories (nn/architectures.hpp) are the config registry's architectures, in its
+// order, and each builds a model with the input its registry entry names.
 TEST(Catalogue, EveryArchitectureBuildsWithItsInputKind) {
+  ASSERT_EQ(nn::arch_factories().size(), architectures().size());
+  for (std::size_t i = 0; i < architectures().size(); ++i)
+    EXPECT_STREQ(nn::arch_factories()[i].name, architectures()[i].name);
   for (const ArchInfo& a : architectures()) {
     const auto m = nn::make_model(a.name, kernels::Isa::kReference, 64);
     const std::vector<int> want = a.input == InputKind::kImages ? std::vector<int>{1, 28, 28}

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "zotrain/nn/architectures.hpp"
 #include "zotrain/nn/activation.hpp"
 #include "zotrain/nn/batchnorm.hpp"
 #include "zotrain/nn/int8_setup.hpp"

@@ -6,15 +6,9 @@
 
 #include "zotrain/kernels/isa.hpp"
 #include "zotrain/nn/model.hpp"
-#include "zotrain/nn/pointnet.hpp"
 
 namespace zt::nn {
 
 std::unique_ptr<Model> make_lenet5(kernels::Isa isa);
-
-// Builds a model by architecture name ("lenet5", "pointnet"); throws zt::Error for an unknown
-// name. `points` is PointNet's N (points per sample); LeNet-5 ignores it.
-std::unique_ptr<Model> make_model(const std::string& arch, kernels::Isa isa,
-                                  int points = kPointNetDefaultPoints);
 
 }  // namespace zt::nn
