@@ -13,19 +13,7 @@
 // This header and src/train/int8_trainer.cpp are integer-only (the aarch64 test build compiles
 // them with -mgeneral-regs-only); phase times are kept as integer nanoseconds.
 //
-// Buffers are planned once (Arena) for the batch size: layers before the backprop segment
-// write into two ping-pong buffers; the segment's input and every output from there on are
-// kept; one int32 accumulator, one int32 gradient and two int8 error buffers are shared by all
-// layers (each layer requantises or updates before the next one runs).
-//
-// Lean tail (Int8TrainerOptions::lean, the default): when a network's per-point stack ends in
-// PointLinear → ReLU → max over points and that tail lies in the ZO part (PointNet, C ≥ 5), the
-// tail's product streams in chunks of rows through a chunk-sized int32 accumulator, keeping the
-// batch's largest magnitude (for the requantisation shift) and each (sample, channel)'s largest
-// int32 value. Requantisation (RoundShift with one shift for the tensor), clamping and ReLU are
-// monotone non-decreasing, so max-pooling commutes with them: the pool is ReLU(requantise(max))
-// — bit-identical to the whole-batch forward — and neither the [B, N, C] int32 accumulator nor
-// the int8 output of the widest layer ever exists.
+// Buffers and the lean tail: train/int8_plan.hpp.
 #pragma once
 
 #include <array>
@@ -37,11 +25,9 @@
 #include "zotrain/kernels/perturb_s8.hpp"
 #include "zotrain/nn/int8_net.hpp"
 #include "zotrain/telemetry/phases.hpp"
+#include "zotrain/train/int8_plan.hpp"
 
 namespace zt::train {
-
-// Lean tail: int32 elements of one chunk of the streamed product (4 MiB).
-inline constexpr std::size_t kTailChunkElems = std::size_t{1} << 20;
 
 struct Int8TrainerOptions {
   int partition = 0;   // C in [0, L]
@@ -85,12 +71,12 @@ class Int8Trainer {
   Int8Logits infer(const std::int8_t* x, int exponent, int n);
 
   const Int8TrainerOptions& options() const { return opt_; }
-  int segment_start() const { return seg_; }
+  int segment_start() const { return plan_.seg; }
   std::size_t zo_weights() const { return zo_weights_; }
   std::size_t bp_weights() const { return net_.num_weights() - zo_weights_; }
-  const Arena& arena() const { return arena_; }
-  bool lean() const { return tail_ >= 0; }
-  std::size_t planned_bytes() const { return arena_.planned_bytes() + net_.num_weights(); }
+  const Arena& arena() const { return plan_.arena(); }
+  bool lean() const { return plan_.tail >= 0; }
+  std::size_t planned_bytes() const { return plan_.arena().planned_bytes() + net_.num_weights(); }
   // Wall time per phase (telemetry::Phase order) since the last take_phase_ns(), in ns.
   std::array<std::int64_t, telemetry::kNumPhases> take_phase_ns();
 
@@ -103,17 +89,10 @@ class Int8Trainer {
 
   nn::Int8Net& net_;
   Int8TrainerOptions opt_;
-  int seg_ = 0, keep_from_ = 0, n_ = 0, input_exp_ = 0;
+  int n_ = 0, input_exp_ = 0;
   const std::int8_t* input_ = nullptr;
   std::size_t zo_weights_ = 0;
-  Arena arena_;
-  std::vector<int> h_kept_;  // per layer: handle of its kept output, −1 = ping-pong
-  int h_pingpong_[2] = {-1, -1}, h_acc_ = -1, h_grad_ = -1, h_err_[2] = {-1, -1},
-      h_scratch_ = -1, h_plus_ = -1;
-  // Lean tail: its first layer (−1 = none), rows per chunk, running max [B, C] int32.
-  int tail_ = -1;
-  std::size_t tail_rows_ = 0;
-  int h_tail_max_ = -1;
+  Int8Plan plan_;
   std::int8_t* plus_logits_ = nullptr;
   int plus_exp_ = 0, last_exp_ = 0;
   std::array<std::int64_t, telemetry::kNumPhases> ns_{};
