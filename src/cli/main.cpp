@@ -1,5 +1,6 @@
 // The zotrain binary: CLI11 parsing, config merge, run, exit codes
 // (0 done, 1 internal failure, 2 bad input, 130 interrupted with a checkpoint saved).
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -123,6 +124,9 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
+  // Logs, warnings, errors and progress go to stderr; stdout carries only results (tables,
+  // bench figures, --json output).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("zotrain"));
   if (quiet) spdlog::set_level(spdlog::level::warn);
   spdlog::set_pattern("[%H:%M:%S] %^%l%$ %v");
 
@@ -149,13 +153,16 @@ int main(int argc, char** argv) {
       req.output_dir = resume_dir;
     } else {
       req.cfg = zt::config::load_config(config_path, overrides);
-      req.output_dir = output_dir.empty() ? zt::train::default_output_dir(req.cfg) : output_dir;
+      req.output_dir = output_dir.empty() ? req.cfg.output.dir : output_dir;
     }
     req.dry_run = dry_run;
     req.overwrite = overwrite;
     req.init_from = init_from;
     req.quiet = quiet;
-    req.progress_bar = !no_progress && !quiet && ::isatty(STDOUT_FILENO);
+    using zt::train::ProgressMode;
+    req.progress = no_progress || quiet       ? ProgressMode::kOff
+                   : ::isatty(STDERR_FILENO) ? ProgressMode::kBar
+                                             : ProgressMode::kLines;
     return zt::train::run_experiment(req);
   } catch (const zt::Error& e) {
     spdlog::error("{}", e.what());

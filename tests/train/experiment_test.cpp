@@ -237,29 +237,3 @@ TEST(Experiment, ResumeRejectsAMissingCheckpoint) {
 
 }  // namespace
 }  // namespace zt::train
-
-namespace zt::train {
-namespace {
-
-TEST(Experiment, DefaultOutputDirectoryNumbersItselfPastEarlierRuns) {
-  const auto base = fresh_dir("numbering");
-  fs::create_directories(base);
-  const fs::path cwd = fs::current_path();
-  fs::current_path(base);
-  config::ExperimentConfig cfg;
-  cfg.name = "demo";
-  EXPECT_EQ(default_output_dir(cfg), "runs/demo");
-  fs::create_directories("runs/demo");  // empty: still usable
-  EXPECT_EQ(default_output_dir(cfg), "runs/demo");
-  std::ofstream("runs/demo/summary.json") << "{}";
-  EXPECT_EQ(default_output_dir(cfg), "runs/demo-2");
-  fs::create_directories("runs/demo-2");
-  std::ofstream("runs/demo-2/config.json") << "{}";
-  EXPECT_EQ(default_output_dir(cfg), "runs/demo-3");
-  cfg.output.dir = "elsewhere";  // an explicit directory is taken as given
-  EXPECT_EQ(default_output_dir(cfg), "elsewhere");
-  fs::current_path(cwd);
-}
-
-}  // namespace
-}  // namespace zt::train

@@ -9,23 +9,25 @@
 
 namespace zt::train {
 
+// Progress display (train/reporter.hpp): a live bar (stderr is a terminal), plain periodic lines
+// (stderr is a file or pipe), or none.
+enum class ProgressMode { kOff, kBar, kLines };
+
 struct RunRequest {
   config::ExperimentConfig cfg;
-  std::string output_dir;  // resolved by the caller (--output-dir, output.dir, runs/<name>)
+  // --output-dir or output.dir; empty: the first free of runs/<name>, runs/<name>-2, ...
+  // (train/run_folder.hpp), claimed atomically when the run starts.
+  std::string output_dir;
   bool dry_run = false;
   bool resume = false;      // continue from output_dir/checkpoint.safetensors
   bool overwrite = false;   // allow a non-empty output_dir for a fresh run
   std::string init_from;    // checkpoint whose parameters initialise a fresh run
-  bool progress_bar = false;
+  ProgressMode progress = ProgressMode::kOff;
   bool quiet = false;       // no plan/summary tables on stdout
 };
 
 // Exit codes: 0 done, 130 interrupted (checkpoint saved). Bad input throws zt::Error
 // before anything is written.
 int run_experiment(const RunRequest& request);
-
-// The output directory a config asks for when --output-dir is not given: output.dir, else
-// runs/<name> — or runs/<name>-2, -3, ... when earlier runs already occupy it.
-std::string default_output_dir(const config::ExperimentConfig& cfg);
 
 }  // namespace zt::train

@@ -1,0 +1,50 @@
+// A run's output directory and everything written into it: config.json (the resolved config),
+// metrics.jsonl (one record per line, appended), summary.json and checkpoint.safetensors. Each
+// file is replaced atomically (write to a temporary, rename), so a crash never leaves half a file.
+//
+// Claiming: a run owns its directory from claim() on. A numbered default directory
+// (runs/<name>, runs/<name>-2, ...) is claimed by creating its claim file with O_EXCL, so runs
+// started at the same moment never share one; an explicit directory must be empty (or
+// --overwrite) for a fresh run and hold a checkpoint for --resume. A dry run writes only
+// config.json and summary.json and claims nothing: a directory that holds only a dry run's
+// files counts as empty (the next run, dry or not, replaces them).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "zotrain/config/config.hpp"
+
+namespace zt::train {
+
+class RunFolder {
+ public:
+  enum class Mode { kFresh, kOverwrite, kResume, kDryRun };
+
+  // `dir` empty: the first free numbered directory under `numbered_base` (e.g. runs/quickstart),
+  // chosen when claim() runs.
+  RunFolder(std::string dir, std::string numbered_base, Mode mode);
+
+  // Checks that an explicit directory may be used (fresh: empty unless overwrite; resume: holds
+  // a checkpoint); throws zt::Error naming the directory. Creates nothing.
+  void check() const;
+  // Takes the directory (creating it); from here on the run writes into it. A fresh run removes
+  // outputs an earlier run left (overwrite).
+  void claim();
+  const std::string& dir() const { return dir_; }
+  std::string path(const char* file) const { return dir_ + "/" + file; }
+  std::string checkpoint_path() const { return path("checkpoint.safetensors"); }
+
+  void write_config(const config::ExperimentConfig& cfg) const;
+  void write_summary(const nlohmann::json& summary) const;
+  void append_metrics(const nlohmann::json& record) const;
+  // Resume: keeps the first `records` lines of metrics.jsonl (the run rewrites what follows).
+  void truncate_metrics(std::int64_t records) const;
+
+ private:
+  std::string dir_, base_;
+  Mode mode_;
+};
+
+}  // namespace zt::train

@@ -1,0 +1,115 @@
+#include "run_state.hpp"
+
+#include <cstdio>
+
+#include "zotrain/core/error.hpp"
+
+namespace zt::train {
+namespace {
+
+using nlohmann::json;
+using telemetry::Phase;
+using telemetry::PhaseTimes;
+
+constexpr const char* kCheckpointFormat = "zotrain-checkpoint-1";
+
+}  // namespace
+
+json phases_json(const PhaseTimes& t) {
+  json j = json::object();
+  for (int i = 0; i < telemetry::kNumPhases; ++i) {
+    const auto p = static_cast<Phase>(i);
+    j[telemetry::phase_key(p)] = t.get(p);
+  }
+  return j;
+}
+
+PhaseTimes phases_from_json(const json& j) {
+  PhaseTimes t;
+  for (int i = 0; i < telemetry::kNumPhases; ++i) {
+    const auto p = static_cast<Phase>(i);
+    if (j.contains(telemetry::phase_key(p))) t.add(p, j.at(telemetry::phase_key(p)).get<double>());
+  }
+  return t;
+}
+
+nlohmann::json EpochAcc::to_json() const {
+  return {{"loss_sum", loss_sum}, {"g_abs_sum", g_abs_sum}, {"correct", correct},
+          {"samples", samples},   {"steps", steps},         {"clipped", clipped},
+          {"sign_steps", sign_steps}, {"sign_agree", sign_agree},
+          {"phases", phases_json(times)}};
+}
+
+EpochAcc EpochAcc::from_json(const nlohmann::json& j) {
+  EpochAcc a;
+  a.loss_sum = j.at("loss_sum").get<double>();
+  a.g_abs_sum = j.at("g_abs_sum").get<double>();
+  a.correct = j.at("correct").get<std::int64_t>();
+  a.samples = j.at("samples").get<std::int64_t>();
+  a.steps = j.at("steps").get<std::int64_t>();
+  a.clipped = j.at("clipped").get<std::int64_t>();
+  a.sign_steps = j.value("sign_steps", std::int64_t{0});
+  a.sign_agree = j.value("sign_agree", std::int64_t{0});
+  a.times = phases_from_json(j.at("phases"));
+  return a;
+}
+
+std::string weights_digest(const Engine& engine) {
+  TensorFile f;
+  engine.save(f);
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  auto eat = [&h](const std::uint8_t* p, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
+  };
+  for (const auto& [name, t] : f.tensors) {
+    if (name.starts_with("optimizer.")) continue;
+    eat(reinterpret_cast<const std::uint8_t*>(name.data()), name.size());
+    eat(reinterpret_cast<const std::uint8_t*>(t.dtype.data()), t.dtype.size());
+    eat(t.bytes.data(), t.bytes.size());
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+void save_checkpoint(const std::string& path, const Engine& engine,
+                     const config::ExperimentConfig& cfg, const RunState& pr) {
+  TensorFile f;
+  engine.save(f);
+  f.metadata["format"] = kCheckpointFormat;
+  f.metadata["arch"] = config::name(cfg.model.arch);
+  f.metadata["precision"] = config::name(cfg.model.precision);
+  f.metadata["method"] = config::name(cfg.method.name);
+  f.metadata["partition"] = std::to_string(engine.partition());
+  f.metadata["epoch"] = std::to_string(pr.epoch);
+  f.metadata["step_in_epoch"] = std::to_string(pr.step_in_epoch);
+  f.metadata["global_step"] = std::to_string(pr.global_step);
+  f.metadata["train_seconds"] = json(pr.train_seconds).dump();
+  f.metadata["total_phases"] = phases_json(pr.total_times).dump();
+  f.metadata["epoch_acc"] = pr.acc.to_json().dump();
+  f.metadata["config"] = config::to_json_text(cfg);
+  write_safetensors(path, f);
+}
+
+void check_checkpoint(const TensorFile& f, const std::string& path,
+                      const config::ExperimentConfig& cfg, int partition) {
+  if (checkpoint_meta(f, "format", path) != kCheckpointFormat)
+    throw Error(path + ": unknown checkpoint format");
+  if (checkpoint_meta(f, "arch", path) != config::name(cfg.model.arch) ||
+      checkpoint_meta(f, "precision", path) != config::name(cfg.model.precision) ||
+      checkpoint_meta(f, "partition", path) != std::to_string(partition))
+    throw Error(path + ": checkpoint was written for a different model or partition");
+}
+
+RunState restore_run_state(const TensorFile& f, const std::string& path) {
+  RunState r;
+  r.epoch = std::stoll(checkpoint_meta(f, "epoch", path));
+  r.step_in_epoch = std::stoll(checkpoint_meta(f, "step_in_epoch", path));
+  r.global_step = std::stoll(checkpoint_meta(f, "global_step", path));
+  r.train_seconds = json::parse(checkpoint_meta(f, "train_seconds", path)).get<double>();
+  r.total_times = phases_from_json(json::parse(checkpoint_meta(f, "total_phases", path)));
+  r.acc = EpochAcc::from_json(json::parse(checkpoint_meta(f, "epoch_acc", path)));
+  return r;
+}
+
+}  // namespace zt::train

@@ -1,0 +1,51 @@
+// The state of a run that a checkpoint carries besides the weights: where the run is (epoch,
+// step, global step), its wall time and phase times so far, and the open epoch's accumulators —
+// so a resumed run continues exactly (same batches, same seeds, same reported figures).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "engine.hpp"
+#include "zotrain/config/config.hpp"
+#include "zotrain/telemetry/phases.hpp"
+#include "zotrain/train/checkpoint.hpp"
+
+namespace zt::train {
+
+nlohmann::json phases_json(const telemetry::PhaseTimes& t);
+telemetry::PhaseTimes phases_from_json(const nlohmann::json& j);
+
+// Per-epoch accumulators (saved in checkpoints so a resumed epoch reports the same figures).
+struct EpochAcc {
+  double loss_sum = 0, g_abs_sum = 0;
+  std::int64_t correct = 0, samples = 0, steps = 0, clipped = 0;
+  std::int64_t sign_steps = 0, sign_agree = 0;  // int8 ZO: integer vs float sign
+  telemetry::PhaseTimes times;
+  nlohmann::json to_json() const;
+  static EpochAcc from_json(const nlohmann::json& j);
+};
+
+struct RunState {
+  std::int64_t epoch = 0;  // epoch in progress (0-based)
+  std::int64_t step_in_epoch = 0;
+  std::int64_t global_step = 0;
+  double train_seconds = 0;  // training + eval wall time of finished epochs
+  telemetry::PhaseTimes total_times;
+  EpochAcc acc;
+};
+
+// Writes the engine's weights (and optimizer state) with the run state and the config.
+void save_checkpoint(const std::string& path, const Engine& engine,
+                     const config::ExperimentConfig& cfg, const RunState& state);
+// Checks a checkpoint fits this config and partition C (throws zt::Error naming the file).
+void check_checkpoint(const TensorFile& f, const std::string& path,
+                      const config::ExperimentConfig& cfg, int partition);
+RunState restore_run_state(const TensorFile& f, const std::string& path);
+
+// FNV-1a (64 bit) over the parameter tensors (name, dtype, bytes; optimizer state excluded), in
+// name order: equal digests mean bit-identical weights (e.g. across machines and thread counts).
+std::string weights_digest(const Engine& engine);
+
+}  // namespace zt::train
