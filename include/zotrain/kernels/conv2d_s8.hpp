@@ -6,6 +6,13 @@
 // Outputs are overwritten. `scratch` holds conv2d_s8_scratch_bytes(s, threads) bytes, where
 // `threads` ≥ the OpenMP threads the call may use (omp_get_max_threads()). Exact, so every
 // path and thread count gives the same result. No aliasing between inputs and outputs.
+// Unlike the FP32 backward (conv2d.hpp: one call, dw and db accumulated), the two gradients are
+// separate calls, like the linear_s8 products: dx is the forward's canvas correlation run on e
+// and dW packs x and e its own way, so they share no work a fused call could save, and they share
+// the scratch one after the other. g is overwritten, not accumulated: it is summed in int64 and
+// saturated to int32 once, and NITI's update consumes it at once (Int8Net::backward), so no caller
+// adds gradients; accumulating would cost the caller a zeroing pass per step and mean saturating
+// g + Σ instead of Σ. (FP32 accumulates because its trainer adds two passes' gradients.)
 #pragma once
 
 #include <cstddef>

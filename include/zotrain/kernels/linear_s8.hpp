@@ -4,7 +4,10 @@
 //   backward_weights: g[N,K]  = Σ_b e[B,N] · x[B,K]  (accumulated in int64, saturated to int32)
 // Outputs are overwritten. Integer sums are exact, so every path and thread count gives the
 // same result. Large calls split work across OpenMP threads (serial inside a parallel region).
-// No aliasing between inputs and outputs.
+// No aliasing between inputs and outputs. Unlike gemm_f32 (gemm.hpp) there is no accumulate
+// flag: g is summed in int64 and saturated to int32 once, and NITI's update consumes it at once
+// (Int8Net::backward), so no caller adds into an output (FP32 does: its trainer adds two passes'
+// gradients); see conv2d_s8.hpp.
 #pragma once
 
 #include <cstdint>
