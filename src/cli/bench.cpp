@@ -531,7 +531,7 @@ json bench_steps(const BenchOptions& o, int threads, bool print) {
   // FP32 at its paper batch and at int8's, int8 at its paper batch (NITI, the paper's int8).
   const Config configs[] = {{config::Precision::kFp32, b32}, {config::Precision::kFp32, b256},
                             {config::Precision::kInt8, b256}};
-  // The trainers' path, and portable beside it when that is another one (the NEON speed-up).
+  // The trainers' path, and portable beside it when that is another one (the NEON or AVX-512 VNNI speed-up).
   const Isa best = best_isa();
   std::vector<Isa> paths = {best};
   if (best != Isa::kPortable && best != Isa::kReference) paths.push_back(Isa::kPortable);

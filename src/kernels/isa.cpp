@@ -12,8 +12,9 @@
 namespace zt::kernels {
 namespace {
 
-// What the CPU reports through the ELF auxiliary vector (Linux); the kernels for a feature are
-// only compiled in when ZT_HAVE_NEON / ZT_HAVE_NEON_DOT are defined (CMakeLists.txt).
+// What the CPU reports through the ELF auxiliary vector (Linux) or CPUID (x86); the kernels for
+// a feature are only compiled in when ZT_HAVE_NEON / ZT_HAVE_NEON_DOT / ZT_HAVE_AVX512_VNNI are
+// defined (CMakeLists.txt).
 [[maybe_unused]] bool cpu_has_neon() {
 #if defined(__aarch64__)
   return true;  // Advanced SIMD is mandatory in ARMv8-A
@@ -32,6 +33,14 @@ namespace {
 #endif
 }
 
+[[maybe_unused]] bool cpu_has_avx512_vnni() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni");
+#else
+  return false;
+#endif
+}
+
 }  // namespace
 
 const char* isa_name(Isa isa) {
@@ -40,6 +49,7 @@ const char* isa_name(Isa isa) {
     case Isa::kPortable: return "portable";
     case Isa::kNeon: return "neon";
     case Isa::kNeonDot: return "neon-dot";
+    case Isa::kAvx512Vnni: return "avx512-vnni";
   }
   return "unknown";
 }
@@ -66,6 +76,12 @@ bool isa_available(Isa isa) {
 #else
       return false;
 #endif
+    case Isa::kAvx512Vnni:
+#if defined(ZT_HAVE_AVX512_VNNI)
+      return cpu_has_avx512_vnni();
+#else
+      return false;
+#endif
   }
   return false;
 }
@@ -83,6 +99,7 @@ Isa best_isa() {
   }
   if (isa_available(Isa::kNeonDot)) return Isa::kNeonDot;
   if (isa_available(Isa::kNeon)) return Isa::kNeon;
+  if (isa_available(Isa::kAvx512Vnni)) return Isa::kAvx512Vnni;
   return Isa::kPortable;
 }
 

@@ -1,5 +1,6 @@
-// int8 convolution products (conv2d_s8.hpp). Integer results are exact: the reference, the
-// portable path with each micro-kernel and every algorithm it picks (channel or row/column quads
+// int8 convolution products (conv2d_s8.hpp). Integer results are exact: the reference, every
+// optimised path (each runs one micro-kernel: portable, avx512-vnni, neon, neon-dot; SKIP where
+// the CPU lacks it) and every algorithm they pick (channel or row/column quads
 // for the forward and input-gradient correlations; lane or vector-dot weight gradient), and any
 // thread count must agree bit for bit. The reference is checked against naive loops written as
 // scatters over a zero-padded input. Guard values after every output and after the scratch.
@@ -123,18 +124,6 @@ struct Fns {
 
 Fns fns_of(Isa isa) {
   return {select_conv2d_forward_s8(isa), select_conv2d_backward_input_s8(isa), select_conv2d_backward_weights_s8(isa)};
-}
-
-Fns fns_of(s8::Micro m) {
-  return {[m](const Conv2dShape& s, const std::int8_t* x, const std::int8_t* w, std::int32_t* y, void* sc) {
-            s8::conv2d_forward(m, s, x, w, y, sc);
-          },
-          [m](const Conv2dShape& s, const std::int8_t* e, const std::int8_t* w, std::int32_t* dx, void* sc) {
-            s8::conv2d_backward_input(m, s, e, w, dx, sc);
-          },
-          [m](const Conv2dShape& s, const std::int8_t* x, const std::int8_t* e, std::int32_t* g, void* sc) {
-            s8::conv2d_backward_weights(m, s, x, e, g, sc);
-          }};
 }
 
 int call_threads() {
@@ -346,6 +335,11 @@ TEST_P(Conv2dS8Test, SelectsTheRequestedPath) {
   if (isa == Isa::kNeonDot)
     want = {&conv2d_forward_s8_neon_dot, &conv2d_backward_input_s8_neon_dot, &conv2d_backward_weights_s8_neon_dot};
 #endif
+#ifdef ZT_HAVE_AVX512_VNNI
+  if (isa == Isa::kAvx512Vnni)
+    want = {&conv2d_forward_s8_avx512_vnni, &conv2d_backward_input_s8_avx512_vnni,
+            &conv2d_backward_weights_s8_avx512_vnni};
+#endif
   EXPECT_EQ(select_conv2d_forward_s8(isa), want.fwd);
   EXPECT_EQ(select_conv2d_backward_input_s8(isa), want.dx);
   EXPECT_EQ(select_conv2d_backward_weights_s8(isa), want.dw);
@@ -362,31 +356,6 @@ TEST_P(Conv2dS8Test, ThreadCountIndependent) { thread_count_independent(f_); }
 
 INSTANTIATE_TEST_SUITE_P(Conv2dS8, Conv2dS8Test, ::testing::ValuesIn(kAllIsas),
                          [](const auto& info) { return test::param_name(isa_name(info.param)); });
-
-// ---- the portable path with each micro-kernel ------------------------------------------------
-
-class Conv2dS8MicroTest : public ::testing::TestWithParam<s8::Micro> {
- protected:
-  void SetUp() override {
-    if (!s8::micro_available(GetParam())) GTEST_SKIP() << s8::micro_name(GetParam()) << " not available";
-    f_ = fns_of(GetParam());
-  }
-  Fns f_;
-};
-
-TEST_P(Conv2dS8MicroTest, ShapeSweep) { shape_sweep(f_); }
-TEST_P(Conv2dS8MicroTest, KernelPaddingSweep) { kernel_pad_sweep(f_); }
-TEST_P(Conv2dS8MicroTest, ExtremeValues) { extreme_values(f_); }
-TEST_P(Conv2dS8MicroTest, WeightGradientSaturates) { weight_gradient_saturates(f_); }
-TEST_P(Conv2dS8MicroTest, LongBatches) { long_batches(f_); }
-#ifdef ZT_OPENMP
-TEST_P(Conv2dS8MicroTest, ThreadCountIndependent) { thread_count_independent(f_); }
-#endif
-
-INSTANTIATE_TEST_SUITE_P(Conv2dS8, Conv2dS8MicroTest,
-                         ::testing::Values(s8::Micro::kGeneric, s8::Micro::kVnni512, s8::Micro::kNeon,
-                                           s8::Micro::kNeonDot),
-                         [](const auto& info) { return std::string(s8::micro_name(info.param)); });
 
 // The shape lists reach every algorithm of the portable path.
 TEST(Conv2dS8PathTest, SweepCoversEveryAlgorithm) {

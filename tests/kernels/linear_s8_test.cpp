@@ -1,6 +1,7 @@
 // int8 linear products (linear_s8.hpp). Integer results are exact, so every path — the
-// reference, the portable path with each micro-kernel (plain loops; AVX-512 VNNI where the CPU
-// has it), any thread count — must match bit for bit. The reference is itself checked against
+// reference, every optimised path (each runs one micro-kernel: portable plain loops,
+// avx512-vnni, neon, neon-dot; SKIP where the CPU lacks it), any thread count — must match bit
+// for bit. The reference is itself checked against
 // naive loops written the other way round (scatter instead of gather, int64 sums). Guard values
 // after every output must survive.
 #include <gtest/gtest.h>
@@ -107,18 +108,6 @@ struct Fns {
 
 Fns fns_of(Isa isa) {
   return {select_linear_forward_s8(isa), select_linear_backward_input_s8(isa), select_linear_backward_weights_s8(isa)};
-}
-
-Fns fns_of(s8::Micro m) {
-  return {[m](int B, int N, int K, const std::int8_t* x, const std::int8_t* w, std::int32_t* y) {
-            s8::linear_forward(m, B, N, K, x, w, y);
-          },
-          [m](int B, int N, int K, const std::int8_t* e, const std::int8_t* w, std::int32_t* dx) {
-            s8::linear_backward_input(m, B, N, K, e, w, dx);
-          },
-          [m](int B, int N, int K, const std::int8_t* e, const std::int8_t* x, std::int32_t* g) {
-            s8::linear_backward_weights(m, B, N, K, e, x, g);
-          }};
 }
 
 struct Outputs {
@@ -307,6 +296,11 @@ TEST_P(LinearS8Test, SelectsTheRequestedPath) {
   if (isa == Isa::kNeonDot)
     want = {&linear_forward_s8_neon_dot, &linear_backward_input_s8_neon_dot, &linear_backward_weights_s8_neon_dot};
 #endif
+#ifdef ZT_HAVE_AVX512_VNNI
+  if (isa == Isa::kAvx512Vnni)
+    want = {&linear_forward_s8_avx512_vnni, &linear_backward_input_s8_avx512_vnni,
+            &linear_backward_weights_s8_avx512_vnni};
+#endif
   EXPECT_EQ(select_linear_forward_s8(isa), want.fwd);
   EXPECT_EQ(select_linear_backward_input_s8(isa), want.dx);
   EXPECT_EQ(select_linear_backward_weights_s8(isa), want.dw);
@@ -325,34 +319,16 @@ TEST_P(LinearS8Test, ThreadCountIndependent) { thread_count_independent(f_); }
 INSTANTIATE_TEST_SUITE_P(LinearS8, LinearS8Test, ::testing::ValuesIn(kAllIsas),
                          [](const auto& info) { return test::param_name(isa_name(info.param)); });
 
-// ---- the portable path with each micro-kernel ------------------------------------------------
-
-class LinearS8MicroTest : public ::testing::TestWithParam<s8::Micro> {
- protected:
-  void SetUp() override {
-    if (!s8::micro_available(GetParam())) GTEST_SKIP() << s8::micro_name(GetParam()) << " not available";
-    f_ = fns_of(GetParam());
-  }
-  Fns f_;
-};
-
-TEST_P(LinearS8MicroTest, SizeSweep) { size_sweep(f_); }
-TEST_P(LinearS8MicroTest, LeNetShapes) { lenet_shapes(f_); }
-TEST_P(LinearS8MicroTest, BlockedShapes) { blocked_shapes(f_); }
-TEST_P(LinearS8MicroTest, ExtremeValues) { extreme_values(f_); }
-TEST_P(LinearS8MicroTest, WeightGradientSaturates) { weight_gradient_saturates(f_); }
-#ifdef ZT_OPENMP
-TEST_P(LinearS8MicroTest, ThreadCountIndependent) { thread_count_independent(f_); }
+// Each optimised path runs its own micro-kernel, chosen as every family chooses; kPortable is
+// the plain-loop one on every machine.
+TEST(LinearS8MicroTest, PortableIsThePlainLoopKernel) {
+  EXPECT_EQ(&s8::micro_kernel(Isa::kPortable), &s8::micro_kernel_portable);
+  EXPECT_EQ(&s8::micro_kernel(Isa::kReference), &s8::micro_kernel_portable);
+#ifdef ZT_HAVE_AVX512_VNNI
+  EXPECT_EQ(&s8::micro_kernel(Isa::kAvx512Vnni), &s8::micro_kernel_avx512_vnni);
+#else
+  EXPECT_EQ(&s8::micro_kernel(Isa::kAvx512Vnni), &s8::micro_kernel_portable);
 #endif
-
-INSTANTIATE_TEST_SUITE_P(LinearS8, LinearS8MicroTest,
-                         ::testing::Values(s8::Micro::kGeneric, s8::Micro::kVnni512, s8::Micro::kNeon,
-                                           s8::Micro::kNeonDot),
-                         [](const auto& info) { return std::string(s8::micro_name(info.param)); });
-
-TEST(LinearS8MicroTest, BestIsAvailable) {
-  EXPECT_TRUE(s8::micro_available(s8::best_micro()));
-  EXPECT_TRUE(s8::micro_available(s8::Micro::kGeneric));
 }
 
 // ---- every micro-kernel tile and dot tile directly, against plain loops -------------------------
@@ -361,16 +337,17 @@ TEST(LinearS8MicroTest, BestIsAvailable) {
 // cover the full range (−128 included), so the int32 sums reach their extremes.
 TEST(LinearS8MicroTileTest, EveryTileMatchesPlainLoops) {
   std::uint64_t seed = 31;
-  for (s8::Micro m : {s8::Micro::kGeneric, s8::Micro::kVnni512, s8::Micro::kNeon, s8::Micro::kNeonDot}) {
-    if (!s8::micro_available(m)) continue;
+  for (Isa isa : kAllIsas) {
+    if (isa == Isa::kReference || !isa_available(isa)) continue;  // the reference has no micro-kernel
+    const s8::MicroKernel& m = s8::micro_kernel(isa);
     for (bool rows : {false, true})
       for (int nv = 1; nv <= s8::kMaxNv; ++nv)
-        for (int mr = 1; mr <= s8::max_mr(m, rows, nv); ++mr)
+        for (int mr = 1; mr <= m.max_mr(rows, nv); ++mr)
           for (int nq : {1, 2, 7})
             for (int variant = 0; variant < 4; ++variant) {
               const bool tail = rows && (variant & 1), offsets = variant & 2, accumulate = variant == 3;
               const int lanes = nv * s8::kLanes, n_valid = variant == 1 ? lanes - 5 : lanes;
-              const std::string what = std::string(s8::micro_name(m)) + (rows ? " rows" : " packed") +
+              const std::string what = std::string(isa_name(isa)) + (rows ? " rows" : " packed") +
                                        " mr=" + std::to_string(mr) + " nv=" + std::to_string(nv) +
                                        " nq=" + std::to_string(nq) + " variant=" + std::to_string(variant);
               // A: [nq][mr][4] packed, or mr rows of 4·nq bytes (+ a separate tail quad).
@@ -424,7 +401,7 @@ TEST(LinearS8MicroTileTest, EveryTileMatchesPlainLoops) {
               args.n_valid = n_valid;
               args.corr = corr.data();
               args.accumulate = accumulate;
-              s8::run_micro(m, rows, mr, nv, args);
+              m.run_micro(rows, mr, nv, args);
               expect_exact(c, want, c.size() - kGuardTail, what);
             }
   }
@@ -432,8 +409,9 @@ TEST(LinearS8MicroTileTest, EveryTileMatchesPlainLoops) {
 
 TEST(LinearS8MicroTileTest, EveryDotTileMatchesPlainLoops) {
   std::uint64_t seed = 77;
-  for (s8::Micro m : {s8::Micro::kGeneric, s8::Micro::kVnni512, s8::Micro::kNeon, s8::Micro::kNeonDot}) {
-    if (!s8::micro_available(m)) continue;
+  for (Isa isa : kAllIsas) {
+    if (isa == Isa::kReference || !isa_available(isa)) continue;  // the reference has no micro-kernel
+    const s8::MicroKernel& m = s8::micro_kernel(isa);
     for (int ob = 1; ob <= s8::kDotOb; ++ob)
       for (int tb = 1; tb <= s8::kDotTb; ++tb)
         for (int steps : {1, 3}) {
@@ -472,9 +450,9 @@ TEST(LinearS8MicroTileTest, EveryDotTileMatchesPlainLoops) {
           args.e = ep.data();
           args.part = part.data();
           args.ld = ld;
-          s8::run_dot(m, ob, tb, args);
+          m.run_dot(ob, tb, args);
           expect_exact(part, want, part.size() - kGuardTail,
-                       std::string(s8::micro_name(m)) + " ob=" + std::to_string(ob) + " tb=" + std::to_string(tb));
+                       std::string(isa_name(isa)) + " ob=" + std::to_string(ob) + " tb=" + std::to_string(tb));
         }
   }
 }

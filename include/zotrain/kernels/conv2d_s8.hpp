@@ -6,6 +6,13 @@
 // Outputs are overwritten. `scratch` holds conv2d_s8_scratch_bytes(s, threads) bytes, where
 // `threads` ≥ the OpenMP threads the call may use (omp_get_max_threads()). Exact, so every
 // path and thread count gives the same result. No aliasing between inputs and outputs.
+// Unlike the FP32 backward (conv2d.hpp: one call, dw and db accumulated), the two gradients are
+// separate calls, like the linear_s8 products: dx is the forward's canvas correlation run on e
+// and dW packs x and e its own way, so they share no work a fused call could save, and they share
+// the scratch one after the other. g is overwritten, not accumulated: it is summed in int64 and
+// saturated to int32 once, and NITI's update consumes it at once (Int8Net::backward), so no caller
+// adds gradients; accumulating would cost the caller a zeroing pass per step and mean saturating
+// g + Σ instead of Σ. (FP32 accumulates because its trainer adds two passes' gradients.)
 #pragma once
 
 #include <cstddef>
@@ -53,8 +60,18 @@ void conv2d_backward_input_s8_neon_dot(const Conv2dShape& s, const std::int8_t* 
 void conv2d_backward_weights_s8_neon_dot(const Conv2dShape& s, const std::int8_t* x,
                                          const std::int8_t* e, std::int32_t* g, void* scratch);
 
-// kReference → _ref; kPortable → _portable; kNeon → _neon and kNeonDot → _neon_dot where built
-// (else the portable path).
+// AVX-512 VNNI paths (x86-64 GCC builds only): the portable algorithms on the vpdpbusd
+// micro-kernels.
+void conv2d_forward_s8_avx512_vnni(const Conv2dShape& s, const std::int8_t* x, const std::int8_t* w,
+                                   std::int32_t* y, void* scratch);
+void conv2d_backward_input_s8_avx512_vnni(const Conv2dShape& s, const std::int8_t* e,
+                                          const std::int8_t* w, std::int32_t* dx, void* scratch);
+void conv2d_backward_weights_s8_avx512_vnni(const Conv2dShape& s, const std::int8_t* x,
+                                            const std::int8_t* e, std::int32_t* g, void* scratch);
+
+// kReference → _ref; kPortable → _portable (the plain-loop micro-kernel on every machine);
+// kNeon → _neon, kNeonDot → _neon_dot and kAvx512Vnni → _avx512_vnni where built (else the
+// portable path).
 Conv2dForwardS8Fn select_conv2d_forward_s8(Isa isa);
 Conv2dBackwardInputS8Fn select_conv2d_backward_input_s8(Isa isa);
 Conv2dBackwardWeightsS8Fn select_conv2d_backward_weights_s8(Isa isa);

@@ -4,7 +4,10 @@
 //   backward_weights: g[N,K]  = Σ_b e[B,N] · x[B,K]  (accumulated in int64, saturated to int32)
 // Outputs are overwritten. Integer sums are exact, so every path and thread count gives the
 // same result. Large calls split work across OpenMP threads (serial inside a parallel region).
-// No aliasing between inputs and outputs.
+// No aliasing between inputs and outputs. Unlike gemm_f32 (gemm.hpp) there is no accumulate
+// flag: g is summed in int64 and saturated to int32 once, and NITI's update consumes it at once
+// (Int8Net::backward), so no caller adds into an output (FP32 does: its trainer adds two passes'
+// gradients); see conv2d_s8.hpp.
 #pragma once
 
 #include <cstdint>
@@ -48,8 +51,17 @@ void linear_backward_input_s8_neon_dot(int B, int N, int K, const std::int8_t* e
 void linear_backward_weights_s8_neon_dot(int B, int N, int K, const std::int8_t* e,
                                          const std::int8_t* x, std::int32_t* g);
 
-// kReference → _ref; kPortable → _portable; kNeon → _neon and kNeonDot → _neon_dot where built
-// (else the portable path).
+// AVX-512 VNNI paths (x86-64 GCC builds only): the portable drivers on the vpdpbusd micro-kernels.
+void linear_forward_s8_avx512_vnni(int B, int N, int K, const std::int8_t* x, const std::int8_t* w,
+                                   std::int32_t* y);
+void linear_backward_input_s8_avx512_vnni(int B, int N, int K, const std::int8_t* e,
+                                          const std::int8_t* w, std::int32_t* dx);
+void linear_backward_weights_s8_avx512_vnni(int B, int N, int K, const std::int8_t* e,
+                                            const std::int8_t* x, std::int32_t* g);
+
+// kReference → _ref; kPortable → _portable (the plain-loop micro-kernel on every machine);
+// kNeon → _neon, kNeonDot → _neon_dot and kAvx512Vnni → _avx512_vnni where built (else the
+// portable path).
 LinearForwardS8Fn select_linear_forward_s8(Isa isa);
 LinearBackwardInputS8Fn select_linear_backward_input_s8(Isa isa);
 LinearBackwardWeightsS8Fn select_linear_backward_weights_s8(Isa isa);

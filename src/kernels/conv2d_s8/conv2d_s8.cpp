@@ -1,5 +1,5 @@
-// Portable int8 convolution on the shared micro-kernels (linear_s8/gemm_s8_internal.hpp), one
-// sample at a time, samples split over threads (each thread owns a scratch slot).
+// The optimised int8 convolution (every path but the reference), each path on its own
+// micro-kernel (linear_s8/gemm_s8_internal.hpp), one sample at a time, samples split over threads (each thread owns a scratch slot).
 //
 // Forward and input gradient: direct correlation on a "canvas". The input planes are laid out
 // zero-padded with row stride wc = W + 2·pad (forward: x padded by pad; input gradient: e placed
@@ -215,7 +215,7 @@ bool channel_quads(const Conv2dShape& s, bool dx) {
 Canvas canvas_of(const Conv2dShape& s, bool dx) { return canvas_geometry(s, dx, channel_quads(s, dx)); }
 
 // One sample: in [n_in, in_h, in_w] → out [rows, out_h, out_w].
-void canvas_sample(Micro micro, const Canvas& cv, const TilePlan& plan, const std::int8_t* in,
+void canvas_sample(const MicroKernel& micro, const Canvas& cv, const TilePlan& plan, const std::int8_t* in,
                    std::int32_t* out, const std::uint8_t* shared, std::uint8_t* slot) {
   const auto* apack = reinterpret_cast<const std::int8_t*>(shared + cv.a_off);
   const auto* corr = reinterpret_cast<const std::int32_t*>(shared + cv.corr_off);
@@ -277,12 +277,12 @@ void canvas_sample(Micro micro, const Canvas& cv, const TilePlan& plan, const st
       a.corr = corr + m0;
       a.runs = runs + p0 * kMaxRuns;
       a.nruns = nruns + p0;
-      run_micro(micro, false, mr, nv, a);
+      micro.run_micro(false, mr, nv, a);
     }
   }
 }
 
-void canvas_conv(Micro micro, const Conv2dShape& s, bool dx, const std::int8_t* in, const std::int8_t* w,
+void canvas_conv(const MicroKernel& micro, const Conv2dShape& s, bool dx, const std::int8_t* in, const std::int8_t* w,
                  std::int32_t* out, void* scratch) {
   const Canvas cv = canvas_of(s, dx);
   std::uint8_t* base = aligned_base(scratch);
@@ -397,7 +397,7 @@ void reduce_slots(const std::uint8_t* first, ptrdiff_t stride, int slots, ptrdif
   }
 }
 
-void dw_dot_run(Micro micro, const Conv2dShape& s, const std::int8_t* x, const std::int8_t* e, std::int32_t* g,
+void dw_dot_run(const MicroKernel& micro, const Conv2dShape& s, const std::int8_t* x, const std::int8_t* e, std::int32_t* g,
                 std::uint8_t* base) {
   const int k = s.kernel, oh = s.out_h(), ow = s.out_w(), c_n = s.in_c, o_n = s.out_c;
   const DwDot d = dw_dot_of(s);
@@ -472,7 +472,7 @@ void dw_dot_run(Micro micro, const Conv2dShape& s, const std::int8_t* x, const s
           a.e = erows;
           a.part = part + (static_cast<ptrdiff_t>(o0) * d.ckk + t0) * kLanes;
           a.ld = d.ckk;
-          run_dot(micro, ob, tb, a);
+          micro.run_dot(ob, tb, a);
         }
       }
       ++samples;
@@ -494,7 +494,7 @@ bool conv_uses_channel_quads(const Conv2dShape& s, bool backward_input) {
   return channel_quads(s, backward_input);
 }
 
-void conv2d_forward(Micro micro, const Conv2dShape& s, const std::int8_t* x, const std::int8_t* w,
+void conv2d_forward(const MicroKernel& micro, const Conv2dShape& s, const std::int8_t* x, const std::int8_t* w,
                     std::int32_t* y, void* scratch) {
   check_shape(s);
   ZT_CHECK_MSG(static_cast<std::int64_t>(s.in_c) * s.kernel * s.kernel <= kMaxTerms,
@@ -504,7 +504,7 @@ void conv2d_forward(Micro micro, const Conv2dShape& s, const std::int8_t* x, con
   canvas_conv(micro, s, false, x, w, y, scratch);
 }
 
-void conv2d_backward_input(Micro micro, const Conv2dShape& s, const std::int8_t* e,
+void conv2d_backward_input(const MicroKernel& micro, const Conv2dShape& s, const std::int8_t* e,
                            const std::int8_t* w, std::int32_t* dx, void* scratch) {
   check_shape(s);
   ZT_CHECK_MSG(static_cast<std::int64_t>(s.out_c) * s.kernel * s.kernel <= kMaxTerms,
@@ -514,7 +514,7 @@ void conv2d_backward_input(Micro micro, const Conv2dShape& s, const std::int8_t*
   canvas_conv(micro, s, true, e, w, dx, scratch);
 }
 
-void conv2d_backward_weights(Micro micro, const Conv2dShape& s, const std::int8_t* x,
+void conv2d_backward_weights(const MicroKernel& micro, const Conv2dShape& s, const std::int8_t* x,
                              const std::int8_t* e, std::int32_t* g, void* scratch) {
   check_shape(s);
   const int k = s.kernel, oh = s.out_h(), ow = s.out_w(), c_n = s.in_c, o_n = s.out_c;
@@ -655,7 +655,7 @@ void conv2d_backward_weights(Micro micro, const Conv2dShape& s, const std::int8_
             a.n_valid = std::min(nv * kLanes, o_n - p0 * kLanes);
             a.corr = corr_all + t0;
             a.accumulate = terms > 0;
-            run_micro(micro, true, mr, nv, a);
+            micro.run_micro(true, mr, nv, a);
           }
         }
         terms += 4 * nq;
@@ -678,47 +678,31 @@ std::size_t conv2d_s8_scratch_bytes(const Conv2dShape& s, int threads) {
   return static_cast<std::size_t>(need + s8::kAlign);  // + room to align the base
 }
 
-void conv2d_forward_s8_portable(const Conv2dShape& s, const std::int8_t* x, const std::int8_t* w,
-                                std::int32_t* y, void* scratch) {
-  s8::conv2d_forward(s8::best_micro(), s, x, w, y, scratch);
-}
-void conv2d_backward_input_s8_portable(const Conv2dShape& s, const std::int8_t* e,
-                                       const std::int8_t* w, std::int32_t* dx, void* scratch) {
-  s8::conv2d_backward_input(s8::best_micro(), s, e, w, dx, scratch);
-}
-void conv2d_backward_weights_s8_portable(const Conv2dShape& s, const std::int8_t* x,
-                                         const std::int8_t* e, std::int32_t* g, void* scratch) {
-  s8::conv2d_backward_weights(s8::best_micro(), s, x, e, g, scratch);
-}
-
+// The public functions of each path: the algorithms above on that path's micro-kernel.
+#define ZT_CONV2D_S8_PATH(path)                                                                    \
+  void conv2d_forward_s8_##path(const Conv2dShape& s, const std::int8_t* x, const std::int8_t* w,  \
+                                std::int32_t* y, void* scratch) {                                  \
+    s8::conv2d_forward(s8::micro_kernel_##path, s, x, w, y, scratch);                              \
+  }                                                                                                \
+  void conv2d_backward_input_s8_##path(const Conv2dShape& s, const std::int8_t* e,                 \
+                                       const std::int8_t* w, std::int32_t* dx, void* scratch) {    \
+    s8::conv2d_backward_input(s8::micro_kernel_##path, s, e, w, dx, scratch);                      \
+  }                                                                                                \
+  void conv2d_backward_weights_s8_##path(const Conv2dShape& s, const std::int8_t* x,               \
+                                         const std::int8_t* e, std::int32_t* g, void* scratch) {   \
+    s8::conv2d_backward_weights(s8::micro_kernel_##path, s, x, e, g, scratch);                     \
+  }
+ZT_CONV2D_S8_PATH(portable)
+#if defined(ZT_HAVE_AVX512_VNNI)
+ZT_CONV2D_S8_PATH(avx512_vnni)
+#endif
 #if defined(ZT_HAVE_NEON)
-void conv2d_forward_s8_neon(const Conv2dShape& s, const std::int8_t* x, const std::int8_t* w, std::int32_t* y,
-                            void* scratch) {
-  s8::conv2d_forward(s8::Micro::kNeon, s, x, w, y, scratch);
-}
-void conv2d_backward_input_s8_neon(const Conv2dShape& s, const std::int8_t* e, const std::int8_t* w,
-                                   std::int32_t* dx, void* scratch) {
-  s8::conv2d_backward_input(s8::Micro::kNeon, s, e, w, dx, scratch);
-}
-void conv2d_backward_weights_s8_neon(const Conv2dShape& s, const std::int8_t* x, const std::int8_t* e,
-                                     std::int32_t* g, void* scratch) {
-  s8::conv2d_backward_weights(s8::Micro::kNeon, s, x, e, g, scratch);
-}
+ZT_CONV2D_S8_PATH(neon)
 #endif
 #if defined(ZT_HAVE_NEON_DOT)
-void conv2d_forward_s8_neon_dot(const Conv2dShape& s, const std::int8_t* x, const std::int8_t* w, std::int32_t* y,
-                                void* scratch) {
-  s8::conv2d_forward(s8::Micro::kNeonDot, s, x, w, y, scratch);
-}
-void conv2d_backward_input_s8_neon_dot(const Conv2dShape& s, const std::int8_t* e, const std::int8_t* w,
-                                       std::int32_t* dx, void* scratch) {
-  s8::conv2d_backward_input(s8::Micro::kNeonDot, s, e, w, dx, scratch);
-}
-void conv2d_backward_weights_s8_neon_dot(const Conv2dShape& s, const std::int8_t* x, const std::int8_t* e,
-                                         std::int32_t* g, void* scratch) {
-  s8::conv2d_backward_weights(s8::Micro::kNeonDot, s, x, e, g, scratch);
-}
+ZT_CONV2D_S8_PATH(neon_dot)
 #endif
+#undef ZT_CONV2D_S8_PATH
 
 Conv2dForwardS8Fn select_conv2d_forward_s8(Isa isa) {
   return ZT_SELECT_DOT(isa, conv2d_forward_s8);

@@ -1,5 +1,5 @@
-// Internals of the portable int8 × int8 → int32 products (linear_s8, conv2d_s8): one register-
-// blocked micro-kernel family and the helpers that pack operands for it. Integer arithmetic only
+// Internals of the optimised int8 × int8 → int32 products (linear_s8, conv2d_s8): one register-
+// blocked micro-kernel family (one implementation per ISA, see MicroKernel) and the helpers that pack operands for it. Integer arithmetic only
 // (also compiled with -mgeneral-regs-only for aarch64).
 //
 // The micro-kernel computes, for MR rows m and NV·16 lanes l (NV "vectors" of 16 int32 lanes),
@@ -8,7 +8,7 @@
 //   A, the broadcast operand: int8, 4 consecutive reduction terms ("a quad") read as one word;
 //   B, the lane operand: uint8 holding value + 128 (value ^ 0x80), quad q = 16 lanes × 4 bytes.
 // The +128 form is what x86 VNNI multiplies (vpdpbusd: u8 × s8, 4 products per int32 lane);
-// the plain-loop kernel uses the same data, so both paths share every packing routine.
+// the plain-loop kernel uses the same data, so every path shares every packing routine.
 // Bytes of B that pad a quad beyond the real reduction hold the value 0 (byte 0x80): they add
 // 128·A, and corr, which sums every A byte read, takes it out again.
 //
@@ -25,6 +25,7 @@
 #include <cstring>
 
 #include "zotrain/kernels/conv2d.hpp"
+#include "zotrain/kernels/isa.hpp"
 
 namespace zt::kernels::s8 {
 
@@ -35,19 +36,6 @@ inline constexpr int kVecBytes = 64;    // one quad of one B vector: 16 lanes ×
 inline constexpr std::uint8_t kBias = 0x80;
 inline constexpr int kMaxTerms = 65536;  // products per int32 accumulation (see above)
 inline constexpr int kMaxNv = 4;         // B vectors per micro-tile
-
-// Micro-kernel implementations. kGeneric: plain loops (any CPU);
-// kVnni512: AVX-512 VNNI with GCC vector extensions plus the vpdpbusd and masked-store builtins
-// (no intrinsics header), built only when the compiler targets AVX-512 VNNI and
-// ZT_GENERAL_REGS_ONLY is not defined;
-// kNeon: NEON vmull_s8 + vpadalq_s16 (armv7 and ARMv8.0, gemm_s8_neon.cpp) and kNeonDot: SDOT
-// (ARMv8.2 dot product, gemm_s8_neon_dot.cpp), built for ARM targets (ZT_HAVE_NEON,
-// ZT_HAVE_NEON_DOT) and available when the CPU has them. Both multiply B − 128 directly
-// (B ^ 0x80 read as int8), so they never read corr: the contract's sum is the same.
-enum class Micro { kGeneric, kVnni512, kNeon, kNeonDot };
-bool micro_available(Micro m);
-Micro best_micro();
-const char* micro_name(Micro m);
 
 struct MicroArgs {
   int nq = 0;  // quads, including the tail quad when a_tail is set
@@ -98,19 +86,32 @@ struct DotArgs {
   ptrdiff_t ld = 0;
 };
 inline constexpr int kDotOb = 6, kDotTb = 4;
-void run_dot(Micro m, int ob, int tb, const DotArgs& args);  // 1 ≤ ob ≤ kDotOb, 1 ≤ tb ≤ kDotTb
 
-// Largest MR for NV vectors, per implementation and A mode (rows mode needs a pointer per row).
-int max_mr(Micro m, bool rows_a, int nv);
-
-// The NEON micro-kernels behind run_micro / run_dot / max_mr for Micro::kNeon (gemm_s8_neon.cpp)
-// and Micro::kNeonDot (gemm_s8_neon_dot.cpp); defined only in ARM builds.
-int max_mr_neon(bool rows_a, int nv);
-void run_micro_neon(bool rows_a, int mr, int nv, const MicroArgs& args);
-void run_dot_neon(int ob, int tb, const DotArgs& args);
-int max_mr_neon_dot(bool rows_a, int nv);
-void run_micro_neon_dot(bool rows_a, int mr, int nv, const MicroArgs& args);
-void run_dot_neon_dot(int ob, int tb, const DotArgs& args);
+// One ISA's micro-kernels, in a file named after it (gemm_s8_tables.hpp builds them):
+//   micro_kernel_portable     plain loops the compiler vectorises (gemm_s8_portable.cpp; scalar
+//                             under -mgeneral-regs-only), on every machine;
+//   micro_kernel_avx512_vnni  vpdpbusd through GCC vector extensions and builtins
+//                             (gemm_s8_avx512_vnni.cpp; x86-64 builds, ZT_HAVE_AVX512_VNNI);
+//   micro_kernel_neon         vmull_s8 + vpadalq_s16 (gemm_s8_neon.cpp; ARM builds, ZT_HAVE_NEON);
+//   micro_kernel_neon_dot     SDOT (gemm_s8_neon_dot.cpp; aarch64 builds, ZT_HAVE_NEON_DOT).
+// The NEON kernels multiply B − 128 directly (B ^ 0x80 read as int8), so they never read corr:
+// the contract's sum is the same.
+struct MicroKernel {
+  // Largest MR for NV vectors and the A mode (rows mode needs a pointer per row); 0 where the
+  // combination is not built.
+  int (*max_mr)(bool rows_a, int nv);
+  // The (mr, nv) micro-kernel, 1 ≤ mr ≤ max_mr(rows_a, nv), 1 ≤ nv ≤ kMaxNv.
+  void (*run_micro)(bool rows_a, int mr, int nv, const MicroArgs& args);
+  // The (ob, tb) dot tile, 1 ≤ ob ≤ kDotOb, 1 ≤ tb ≤ kDotTb.
+  void (*run_dot)(int ob, int tb, const DotArgs& args);
+};
+extern const MicroKernel micro_kernel_portable;
+extern const MicroKernel micro_kernel_avx512_vnni;  // defined only where built (see above)
+extern const MicroKernel micro_kernel_neon;
+extern const MicroKernel micro_kernel_neon_dot;
+// The micro-kernel of a kernel path, chosen as every family chooses (select_isa.hpp: a path
+// this build lacks falls back). kReference, which has no micro-kernel, gives the portable one.
+const MicroKernel& micro_kernel(Isa isa);
 
 // Writes row m of a finished tile from its `lanes` sums acc[l] (l < lanes, a multiple of 16):
 // C = (accumulate ? C : 0) + acc − corr_m for lanes < n_valid, or the canvas runs when set.
@@ -131,8 +132,6 @@ inline void store_tile_row(const MicroArgs& p, int m, const std::int32_t* acc, i
     for (int l = 0; l < n; ++l) c[l] = acc[l] - corr_m;
   }
 }
-// Runs the (mr, nv) micro-kernel, 1 ≤ mr ≤ max_mr(m, rows_a, nv), 1 ≤ nv ≤ kMaxNv.
-void run_micro(Micro m, bool rows_a, int mr, int nv, const MicroArgs& args);
 
 // Register blocking of an M-row × `panels`-vector product: row blocks of at most `mr` rows
 // (near-equal sizes, see block_of) × groups of `nv` vectors (the last group may be narrower).
@@ -140,7 +139,7 @@ struct TilePlan {
   int mr = 1, nv = 1;
   int row_blocks = 1, groups = 1;
 };
-TilePlan plan_tiles(Micro m, bool rows_a, int rows, int panels);
+TilePlan plan_tiles(const MicroKernel& m, bool rows_a, int rows, int panels);
 // Row block i of n rows split into `blocks` near-equal blocks: [begin, begin + size).
 void block_of(int n, int blocks, int i, int& begin, int& size);
 
@@ -269,20 +268,20 @@ void team_for(bool team, int n, const F& f) {
   for (int i = 0; i < n; ++i) f(i);
 }
 
-// ---- entry points with a forced micro-kernel (the public _portable functions use best_micro();
-// tests run every available one) ----------------------------------------------------------
-void linear_forward(Micro m, int B, int N, int K, const std::int8_t* x, const std::int8_t* w,
+// ---- the drivers on a given micro-kernel (the public functions of each path: linear_s8.cpp,
+// conv2d_s8.cpp) --------------------------------------------------------------------------
+void linear_forward(const MicroKernel& m, int B, int N, int K, const std::int8_t* x, const std::int8_t* w,
                     std::int32_t* y);
-void linear_backward_input(Micro m, int B, int N, int K, const std::int8_t* e,
+void linear_backward_input(const MicroKernel& m, int B, int N, int K, const std::int8_t* e,
                            const std::int8_t* w, std::int32_t* dx);
-void linear_backward_weights(Micro m, int B, int N, int K, const std::int8_t* e,
+void linear_backward_weights(const MicroKernel& m, int B, int N, int K, const std::int8_t* e,
                              const std::int8_t* x, std::int32_t* g);
 
-void conv2d_forward(Micro m, const Conv2dShape& s, const std::int8_t* x, const std::int8_t* w,
+void conv2d_forward(const MicroKernel& m, const Conv2dShape& s, const std::int8_t* x, const std::int8_t* w,
                     std::int32_t* y, void* scratch);
-void conv2d_backward_input(Micro m, const Conv2dShape& s, const std::int8_t* e,
+void conv2d_backward_input(const MicroKernel& m, const Conv2dShape& s, const std::int8_t* e,
                            const std::int8_t* w, std::int32_t* dx, void* scratch);
-void conv2d_backward_weights(Micro m, const Conv2dShape& s, const std::int8_t* x,
+void conv2d_backward_weights(const MicroKernel& m, const Conv2dShape& s, const std::int8_t* x,
                              const std::int8_t* e, std::int32_t* g, void* scratch);
 
 // Which quads the conv forward / input-gradient reduction uses (tests cover both):

@@ -3,6 +3,7 @@
 // products ever share an int16 (2 · (−128)² = 32768 would not fit). A lane's 4-term sum is kept
 // as two int32 halves until the end (pair_sums). The tile loops are gemm_s8_neon_impl.hpp.
 #include "gemm_s8_neon_impl.hpp"
+#include "gemm_s8_tables.hpp"
 
 namespace zt::kernels::s8 {
 namespace {
@@ -29,12 +30,8 @@ struct Mull {
   }
 };
 
-using K = neon::Kernels<Mull>;
-
 }  // namespace
 
-int max_mr_neon(bool rows_a, int nv) { return nv >= 1 && nv <= kMaxNv ? Mull::max_mr(rows_a, nv) : 0; }
-void run_micro_neon(bool rows_a, int mr, int nv, const MicroArgs& args) { K::run_micro(rows_a, mr, nv, args); }
-void run_dot_neon(int ob, int tb, const DotArgs& args) { K::run_dot(ob, tb, args); }
+const MicroKernel micro_kernel_neon = Tables<neon::Kernels<Mull>>::kernel;
 
 }  // namespace zt::kernels::s8

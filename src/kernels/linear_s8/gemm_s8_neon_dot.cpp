@@ -3,6 +3,7 @@
 // quad layout of the shared micro-kernel. Built with +dotprod and run only when the CPU reports
 // ASIMDDP. The tile loops are gemm_s8_neon_impl.hpp.
 #include "gemm_s8_neon_impl.hpp"
+#include "gemm_s8_tables.hpp"
 
 namespace zt::kernels::s8 {
 namespace {
@@ -15,12 +16,8 @@ struct Sdot {
   static constexpr int max_mr(bool, int nv) { return nv == 1 ? 6 : (nv == 2 ? 2 : 1); }
 };
 
-using K = neon::Kernels<Sdot>;
-
 }  // namespace
 
-int max_mr_neon_dot(bool rows_a, int nv) { return nv >= 1 && nv <= kMaxNv ? Sdot::max_mr(rows_a, nv) : 0; }
-void run_micro_neon_dot(bool rows_a, int mr, int nv, const MicroArgs& args) { K::run_micro(rows_a, mr, nv, args); }
-void run_dot_neon_dot(int ob, int tb, const DotArgs& args) { K::run_dot(ob, tb, args); }
+const MicroKernel micro_kernel_neon_dot = Tables<neon::Kernels<Sdot>>::kernel;
 
 }  // namespace zt::kernels::s8

@@ -14,14 +14,11 @@
 
 #include <arm_neon.h>
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <utility>
 
 #include "gemm_s8_internal.hpp"
-#include "zotrain/core/error.hpp"
 
 namespace zt::kernels::s8::neon {
 
@@ -44,12 +41,11 @@ inline int32x4_t pair_sums(int32x4_t x, int32x4_t y) {
 #endif
 }
 
-// Table sizes: the dispatch tables cover MR ≤ kMaxMr.
-inline constexpr int kMaxMr = 8;
-
+// The micro-kernels of policy P, for Tables (gemm_s8_tables.hpp).
 template <class P>
 struct Kernels {
   static constexpr int R = P::kRegs4;  // accumulators per 4 lanes
+  static constexpr int max_mr(bool rows_a, int nv) { return P::max_mr(rows_a, nv); }
 
   // ---- micro-kernel (see MicroArgs) -------------------------------------------------------
   template <bool kRows, int MR, int NV>
@@ -145,40 +141,6 @@ struct Kernels {
         }
       }
     }
-  }
-
-  // ---- dispatch tables -----------------------------------------------------------------------
-  using MicroFn = void (*)(const MicroArgs&);
-  using DotFn = void (*)(const DotArgs&);
-
-  template <bool kRows, int I>
-  static constexpr MicroFn micro_entry() {
-    constexpr int mr = I % kMaxMr + 1, nv = I / kMaxMr + 1;
-    if constexpr (mr <= P::max_mr(kRows, nv))
-      return &micro<kRows, mr, nv>;
-    else
-      return nullptr;
-  }
-  template <bool kRows, int... I>
-  static constexpr auto micro_table(std::integer_sequence<int, I...>) {
-    return std::array<MicroFn, sizeof...(I)>{micro_entry<kRows, I>()...};
-  }
-  template <int... I>
-  static constexpr auto dot_table(std::integer_sequence<int, I...>) {
-    return std::array<DotFn, sizeof...(I)>{&dot<I / kDotTb + 1, I % kDotTb + 1>...};
-  }
-
-  static void run_micro(bool rows_a, int mr, int nv, const MicroArgs& args) {
-    static constexpr auto kPacked = micro_table<false>(std::make_integer_sequence<int, kMaxMr * kMaxNv>{});
-    static constexpr auto kRowsT = micro_table<true>(std::make_integer_sequence<int, kMaxMr * kMaxNv>{});
-    ZT_CHECK(nv >= 1 && nv <= kMaxNv && mr >= 1 && mr <= P::max_mr(rows_a, nv));
-    const int i = (nv - 1) * kMaxMr + (mr - 1);
-    (rows_a ? kRowsT[i] : kPacked[i])(args);
-  }
-  static void run_dot(int ob, int tb, const DotArgs& args) {
-    static constexpr auto kTable = dot_table(std::make_integer_sequence<int, kDotOb * kDotTb>{});
-    ZT_CHECK(ob >= 1 && ob <= kDotOb && tb >= 1 && tb <= kDotTb);
-    kTable[(ob - 1) * kDotTb + (tb - 1)](args);
   }
 };
 

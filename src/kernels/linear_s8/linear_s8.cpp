@@ -1,4 +1,5 @@
-// Portable int8 linear products on the shared micro-kernel (gemm_s8_internal.hpp):
+// The optimised int8 linear products (every path but the reference), each path on its own
+// micro-kernel (gemm_s8_internal.hpp):
 //   forward   y = x·wᵀ: rows = samples (A = x rows, read in place), lanes = outputs
 //             (B = w packed [k quad][n][4]);
 //   dx        dx = e·w: rows = samples (A = e rows), lanes = inputs (B = w rows interleaved
@@ -62,7 +63,7 @@ void rows_a(const std::int8_t* a, ptrdiff_t lda, int depth, int r0, int mr, int 
 // fields of the tile of rows [r0, r0 + mr) and vectors [p0, p0 + nv), and when `fresh` (first
 // tile of a row block on this thread) also rows_a and corr[0, mr), which the next tiles reuse.
 template <class Set>
-void run_tiles(bool team, Micro micro, bool rows_mode, int rows, int panels, const Set& set) {
+void run_tiles(bool team, const MicroKernel& micro, bool rows_mode, int rows, int panels, const Set& set) {
   const TilePlan plan = plan_tiles(micro, rows_mode, rows, panels);
   const int tiles = plan.row_blocks * plan.groups;
   std::int32_t corr[16];
@@ -77,14 +78,14 @@ void run_tiles(bool team, Micro micro, bool rows_mode, int rows, int panels, con
     args.corr = corr;
     set(args, r0, mr, p0, nv, ra, corr, rbi != last);
     last = rbi;
-    run_micro(micro, rows_mode, mr, nv, args);
+    micro.run_micro(rows_mode, mr, nv, args);
   });
 }
 
 }  // namespace
 
 // ---- forward: y[B,N] = x[B,K] · w[N,K]ᵀ ----------------------------------------------------
-void linear_forward(Micro micro, int B, int N, int K, const std::int8_t* x, const std::int8_t* w,
+void linear_forward(const MicroKernel& micro, int B, int N, int K, const std::int8_t* x, const std::int8_t* w,
                     std::int32_t* y) {
   ZT_CHECK(B >= 0 && N >= 0 && K >= 0);
   ZT_CHECK_MSG(K <= kMaxTerms, "linear_s8: K > 65536 could overflow int32");
@@ -150,7 +151,7 @@ void linear_forward(Micro micro, int B, int N, int K, const std::int8_t* x, cons
 }
 
 // ---- backward input: dx[B,K] = e[B,N] · w[N,K] ---------------------------------------------
-void linear_backward_input(Micro micro, int B, int N, int K, const std::int8_t* e,
+void linear_backward_input(const MicroKernel& micro, int B, int N, int K, const std::int8_t* e,
                            const std::int8_t* w, std::int32_t* dx) {
   ZT_CHECK(B >= 0 && N >= 0 && K >= 0);
   ZT_CHECK_MSG(N <= kMaxTerms, "linear_s8: N > 65536 could overflow int32");
@@ -207,7 +208,7 @@ void linear_backward_input(Micro micro, int B, int N, int K, const std::int8_t* 
 // Chunks of the batch accumulate in int32 into g while at most kMaxTerms samples have been
 // summed (exact, and |g| ≤ 65536 · 128² < 2^31). Beyond that (batches over 65536) each block
 // of g is added into int64 after every 65536 samples and saturated to int32 at the end.
-void linear_backward_weights(Micro micro, int B, int N, int K, const std::int8_t* e,
+void linear_backward_weights(const MicroKernel& micro, int B, int N, int K, const std::int8_t* e,
                              const std::int8_t* x, std::int32_t* g) {
   ZT_CHECK(B >= 0 && N >= 0 && K >= 0);
   if (N == 0 || K == 0) return;
@@ -290,45 +291,31 @@ void linear_backward_weights(Micro micro, int B, int N, int K, const std::int8_t
 
 }  // namespace s8
 
-void linear_forward_s8_portable(int B, int N, int K, const std::int8_t* x, const std::int8_t* w,
-                                std::int32_t* y) {
-  s8::linear_forward(s8::best_micro(), B, N, K, x, w, y);
-}
-void linear_backward_input_s8_portable(int B, int N, int K, const std::int8_t* e,
-                                       const std::int8_t* w, std::int32_t* dx) {
-  s8::linear_backward_input(s8::best_micro(), B, N, K, e, w, dx);
-}
-void linear_backward_weights_s8_portable(int B, int N, int K, const std::int8_t* e,
-                                         const std::int8_t* x, std::int32_t* g) {
-  s8::linear_backward_weights(s8::best_micro(), B, N, K, e, x, g);
-}
-
+// The public functions of each path: the drivers above on that path's micro-kernel.
+#define ZT_LINEAR_S8_PATH(path)                                                                    \
+  void linear_forward_s8_##path(int B, int N, int K, const std::int8_t* x, const std::int8_t* w,   \
+                                std::int32_t* y) {                                                 \
+    s8::linear_forward(s8::micro_kernel_##path, B, N, K, x, w, y);                                 \
+  }                                                                                                \
+  void linear_backward_input_s8_##path(int B, int N, int K, const std::int8_t* e,                  \
+                                       const std::int8_t* w, std::int32_t* dx) {                   \
+    s8::linear_backward_input(s8::micro_kernel_##path, B, N, K, e, w, dx);                         \
+  }                                                                                                \
+  void linear_backward_weights_s8_##path(int B, int N, int K, const std::int8_t* e,                \
+                                         const std::int8_t* x, std::int32_t* g) {                  \
+    s8::linear_backward_weights(s8::micro_kernel_##path, B, N, K, e, x, g);                        \
+  }
+ZT_LINEAR_S8_PATH(portable)
+#if defined(ZT_HAVE_AVX512_VNNI)
+ZT_LINEAR_S8_PATH(avx512_vnni)
+#endif
 #if defined(ZT_HAVE_NEON)
-void linear_forward_s8_neon(int B, int N, int K, const std::int8_t* x, const std::int8_t* w, std::int32_t* y) {
-  s8::linear_forward(s8::Micro::kNeon, B, N, K, x, w, y);
-}
-void linear_backward_input_s8_neon(int B, int N, int K, const std::int8_t* e, const std::int8_t* w,
-                                   std::int32_t* dx) {
-  s8::linear_backward_input(s8::Micro::kNeon, B, N, K, e, w, dx);
-}
-void linear_backward_weights_s8_neon(int B, int N, int K, const std::int8_t* e, const std::int8_t* x,
-                                     std::int32_t* g) {
-  s8::linear_backward_weights(s8::Micro::kNeon, B, N, K, e, x, g);
-}
+ZT_LINEAR_S8_PATH(neon)
 #endif
 #if defined(ZT_HAVE_NEON_DOT)
-void linear_forward_s8_neon_dot(int B, int N, int K, const std::int8_t* x, const std::int8_t* w, std::int32_t* y) {
-  s8::linear_forward(s8::Micro::kNeonDot, B, N, K, x, w, y);
-}
-void linear_backward_input_s8_neon_dot(int B, int N, int K, const std::int8_t* e, const std::int8_t* w,
-                                       std::int32_t* dx) {
-  s8::linear_backward_input(s8::Micro::kNeonDot, B, N, K, e, w, dx);
-}
-void linear_backward_weights_s8_neon_dot(int B, int N, int K, const std::int8_t* e, const std::int8_t* x,
-                                         std::int32_t* g) {
-  s8::linear_backward_weights(s8::Micro::kNeonDot, B, N, K, e, x, g);
-}
+ZT_LINEAR_S8_PATH(neon_dot)
 #endif
+#undef ZT_LINEAR_S8_PATH
 
 LinearForwardS8Fn select_linear_forward_s8(Isa isa) {
   return ZT_SELECT_DOT(isa, linear_forward_s8);
