@@ -128,8 +128,9 @@ const std::vector<Key>& schema() {
       {"method.name", Type::kEnum, ZT_ENUM(method.name), {}, names_of(methods()),
        "training algorithm"},
       {"method.partition", Type::kPartition, ZT_FIELD(method.partition), {}, {},
-       "partition point C (layers 1..C by ZO, the rest by backprop): an integer in [0, L] or "
-       "zo-feat-cls1 (L-2) | zo-feat-cls2 (L-1); elastic_zo only"},
+       "partition point C (layers 1..C by ZO, the rest by backprop): an integer in [0, L] "
+       "(0 = Full BP, L = Full ZO; the run records the method its C makes) or zo-feat-cls1 "
+       "(L-2) | zo-feat-cls2 (L-1); method.name full_bp / full_zo fix C at 0 / L"},
       {"method.bp_activations", Type::kEnum, ZT_ENUM(method.bp_activations), {},
        names_of<BpActivations>(),
        "activations the backprop part uses: minus (theta-eps*z pass) | average (both passes)"},
@@ -768,12 +769,17 @@ int resolve_partition(const MethodConfig& m, int num_layers) {
       c = m.partition.layers;
       break;
   }
-  if (c <= 0 || c >= num_layers) {
-    throw Error("method.partition: " + text + " gives C = " + std::to_string(c) + ", but " +
-                info.name + " needs 0 < C < " + L + " (C = 0 is full_bp, C = " + L +
-                " is full_zo)");
+  if (c < 0) {  // a named setting on a network too small for it
+    throw Error("method.partition: " + text + " gives C = " + std::to_string(c) +
+                ", outside [0, " + L + "]");
   }
   return c;
+}
+
+Method effective_method(int partition, int num_layers) {
+  if (partition == 0) return Method::kFullBp;
+  if (partition == num_layers) return Method::kFullZo;
+  return Method::kElasticZo;
 }
 
 }  // namespace zt::config

@@ -9,7 +9,7 @@ const std::vector<MethodInfo>& methods() {
       {Method::kFullZo, "full_zo", "Full ZO: every layer by zeroth-order SPSA with the seed trick (C = L)",
        PartitionRule::kAll},
       {Method::kElasticZo, "elastic_zo",
-       "ElasticZO: first C parametric layers by ZO, the last L-C by backprop (0 < C < L)",
+       "ElasticZO: first C parametric layers by ZO, the last L-C by backprop (C = 0 / L: Full BP / ZO)",
        PartitionRule::kBetween},
   };
   return kMethods;

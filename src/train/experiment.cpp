@@ -223,21 +223,26 @@ int run_experiment(const RunRequest& req) {
   TensorFile init_file;
   if (!req.init_from.empty()) init_file = read_safetensors(req.init_from);
 
+  // The effective config, in one canonical form: the method the partition makes (C = 0 is
+  // Full BP, C = L Full ZO), C as a number, every "default" resolved by the engine, and the data
+  // directory absolute so `--resume DIR` finds it.
+  config::ExperimentConfig effective = cfg;
+  effective.method.name = config::effective_method(C, engine->num_parametric());
+  effective.method.partition = {config::Partition::Rule::kLayers, C};
+  effective.data.root = fs::absolute(root).lexically_normal().string();
+  engine->write_effective(effective);
+
   const auto paper = engine->paper_memory();
   const std::size_t planned = engine->planned_bytes();
-  json plan = plan_json(cfg, *engine, batch, threads, rd.bytes);
+  json plan = plan_json(effective, *engine, batch, threads, rd.bytes);
   spdlog::info("{}: {} {} on {} ({} train / {} test samples), C = {} of {} ({} ZO + {} BP params)",
-               cfg.name, config::name(cfg.method.name), config::name(cfg.model.arch),
+               cfg.name, config::name(effective.method.name), config::name(cfg.model.arch),
                config::name(cfg.data.dataset), rd.train_count, rd.test_count, C,
                engine->num_parametric(), engine->params_zo(), engine->params_bp());
   Reporter rep(req.progress, req.quiet);
 
   // ---- from here on the output directory is ours ----
   folder.claim();
-  // The effective config, with the data directory made absolute so `--resume DIR` finds it.
-  config::ExperimentConfig effective = cfg;
-  effective.data.root = fs::absolute(root).lexically_normal().string();
-  engine->write_effective(effective);
   if (req.dry_run) {
     rep.plan(cfg.name, *engine, paper, planned);
     folder.write_config(effective);
@@ -262,10 +267,10 @@ int run_experiment(const RunRequest& req) {
 
   g_interrupted.store(false);
   auto previous_handler = std::signal(SIGINT, on_sigint);
-  LoopResult r = train_loop(cfg, *engine, rd, folder, rep, st);
+  LoopResult r = train_loop(effective, *engine, rd, folder, rep, st);
   std::signal(SIGINT, previous_handler);
 
-  save_checkpoint(folder.checkpoint_path(), *engine, cfg, st);
+  save_checkpoint(folder.checkpoint_path(), *engine, effective, st);
   if (r.interrupted) {
     spdlog::warn("interrupted: checkpoint saved to {} (continue with --resume {})",
                  folder.checkpoint_path(), folder.dir());

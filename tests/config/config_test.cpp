@@ -294,8 +294,13 @@ TEST(ConfigTest, ResolvePartition) {
   for (int c = 1; c < L; ++c) EXPECT_EQ(resolve_partition(with(std::to_string(c)), L), c);
   EXPECT_EQ(resolve_partition(with("zo-feat-cls1"), L), 3);
   EXPECT_EQ(resolve_partition(with("ZO-FEAT-CLS2"), L), 4);
-  expect_error([&] { resolve_partition(with("0"), L); }, {"method.partition", "0 < C < 5"});
-  expect_error([&] { resolve_partition(with("5"), L); }, {"method.partition", "0 < C < 5"});
+  // The partition alone is the knob: its ends are Full BP and Full ZO.
+  EXPECT_EQ(resolve_partition(with("0"), L), 0);
+  EXPECT_EQ(resolve_partition(with("5"), L), 5);
+  EXPECT_EQ(effective_method(0, L), Method::kFullBp);
+  EXPECT_EQ(effective_method(3, L), Method::kElasticZo);
+  EXPECT_EQ(effective_method(L, L), Method::kFullZo);
+  expect_error([&] { resolve_partition(with("zo-feat-cls1"), 1); }, {"method.partition", "C = -1"});
   expect_error([&] { resolve_partition(with("7"), L); }, {"method.partition", "[0, 5]"});
   expect_error([&] { with("abc"); }, {"method.partition", "\"abc\"", "zo-feat-cls1"});
   // full_bp / full_zo force the ends, whatever the partition says ("0".."5" all accepted).
@@ -308,7 +313,7 @@ TEST(ConfigTest, ResolvePartition) {
   }
   // Names resolve relative to L (the paper's LeNet-5 and PointNet settings).
   EXPECT_EQ(resolve_partition(with("zo-feat-cls1"), 3), 1);
-  expect_error([&] { resolve_partition(with("zo-feat-cls1"), 2); }, {"method.partition"});
+  EXPECT_EQ(resolve_partition(with("zo-feat-cls1"), 2), 0);  // = Full BP on a 2-layer net
 }
 
 TEST(ConfigTest, LoadFileAndResolvePaths) {

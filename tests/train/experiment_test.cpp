@@ -235,5 +235,41 @@ TEST(Experiment, ResumeRejectsAMissingCheckpoint) {
   EXPECT_THROW(run_experiment(r), Error);
 }
 
+// method.partition alone sweeps C = 0..L for every model and precision: the ends are Full BP and
+// Full ZO, and the run records the method its C makes, with C as a number in config.json.
+TEST(Experiment, PartitionAloneSweepsEveryC) {
+  struct Case {
+    const char* tag;
+    std::vector<std::string> sets;
+    int layers;
+  };
+  const std::vector<std::string> pointnet = {
+      "data.dataset=modelnet40", "model.arch=pointnet", "data.root=" + synthetic_points_dir(),
+      "data.points=32", "data.test_limit=0", "train.batch_size=32"};
+  std::vector<Case> cases = {{"lenet5-fp32", {}, 5},
+                             {"lenet5-int8", {"model.precision=int8", "optimizer.name=sgd",
+                                              "train.batch_size=64"}, 5},
+                             {"pointnet-fp32", pointnet, 8},
+                             {"pointnet-int8", pointnet, 8}};
+  cases[3].sets.insert(cases[3].sets.end(), {"model.precision=int8", "optimizer.name=sgd"});
+  for (const Case& k : cases) {
+    for (int c = 0; c <= k.layers; ++c) {
+      SCOPED_TRACE(std::string(k.tag) + " C = " + std::to_string(c));
+      const auto d = fresh_dir(std::string("sweep-") + k.tag + "-" + std::to_string(c));
+      std::vector<std::string> sets = k.sets;
+      sets.insert(sets.end(), {"method.name=elastic_zo", "method.partition=" + std::to_string(c),
+                               "train.max_steps=1"});
+      ASSERT_EQ(run_experiment(tiny(d.string(), sets)), 0);
+      const auto summary = nlohmann::json::parse(std::ifstream(d / "summary.json"));
+      const char* want = c == 0 ? "full_bp" : c == k.layers ? "full_zo" : "elastic_zo";
+      EXPECT_EQ(summary["method"], want);
+      EXPECT_EQ(summary["partition"], c);
+      const auto cfg = nlohmann::json::parse(std::ifstream(d / "config.json"));
+      EXPECT_EQ(cfg["method"]["name"], want);
+      EXPECT_EQ(cfg["method"]["partition"], c);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace zt::train

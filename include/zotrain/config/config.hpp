@@ -28,7 +28,7 @@ struct ModelConfig {
 };
 struct MethodConfig {
   Method name = Method::kElasticZo;
-  Partition partition;                 // elastic_zo only; resolve_partition()
+  Partition partition;                 // resolve_partition(); full_bp/full_zo fix C
   BpActivations bp_activations = BpActivations::kMinus;  // θ−εz pass | average of both passes
 };
 struct DecayConfig {
@@ -126,8 +126,12 @@ std::vector<std::string> key_names();
 std::int64_t resolve_batch_size(const ExperimentConfig& cfg);
 
 // Resolves method.partition against L parametric layers: a number in [0, L] or a named setting
-// (zo-feat-cls1 = L−2, zo-feat-cls2 = L−1). full_bp forces 0 and full_zo forces L; elastic_zo
-// needs 0 < C < L. Throws zt::Error naming `method.partition`.
+// (zo-feat-cls1 = L−2, zo-feat-cls2 = L−1). full_bp forces 0 and full_zo forces L; with
+// elastic_zo the partition alone is the knob, C = 0 (Full BP) and C = L (Full ZO) included.
+// Throws zt::Error naming `method.partition` when C > L.
 int resolve_partition(const MethodConfig& m, int num_layers);
+// The method a run with partition C of L layers is: Full BP at C = 0, Full ZO at C = L,
+// ElasticZO between.
+Method effective_method(int partition, int num_layers);
 
 }  // namespace zt::config
