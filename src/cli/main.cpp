@@ -25,9 +25,11 @@ std::string methods_help() {
   std::string s =
       "Methods (method.name). C = method.partition counts parametric layers: theta_1..theta_C are\n"
       "trained by zeroth-order SPSA (two forward passes, seed-regenerated Gaussian perturbation),\n"
-      "theta_C+1..theta_L by backprop. LeNet-5 has L = 5; named settings: zo-feat-cls1 = L-2,\n"
+      "theta_C+1..theta_L by backprop. LeNet-5 has L = 5, PointNet L = 8; named settings: zo-feat-cls1 = L-2,\n"
       "zo-feat-cls2 = L-1.\n";
   for (const auto& m : zt::config::methods()) s += std::string("  ") + m.name + "\n      " + m.summary + "\n";
+  s += "C = 0 is Full BP and C = L Full ZO whatever method.name says (the run records the method\n"
+       "its C makes), so method.partition alone sweeps the knob.\n";
   s += "With model.precision = int8 every method trains an 8-bit network with integer arithmetic\n"
        "(NITI): full_bp = integer backprop with b_bp-bit updates, full_zo = sparse uniform int8\n"
        "perturbation (int8.r_max, int8.p_zero) with a sign gradient and b_zo-bit updates,\n"
@@ -37,6 +39,22 @@ std::string methods_help() {
   for (const auto& e : zt::train::estimators())
     s += std::string("  ") + e.name + "\n      " + e.summary + "\n";
   return s;
+}
+
+// The command line as a shell would re-run it: words with characters a shell treats specially
+// are single-quoted.
+std::string command_line(int argc, char** argv) {
+  std::string line;
+  for (int i = 0; i < argc; ++i) {
+    const std::string w = argv[i];
+    const bool plain = !w.empty() && w.find_first_not_of(
+                                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                         "0123456789-_./=:,+@%") == std::string::npos;
+    std::string q = "'";
+    for (char c : w) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    line += (i ? " " : "") + (plain ? w : q + "'");
+  }
+  return line;
 }
 
 }  // namespace
@@ -155,6 +173,7 @@ int main(int argc, char** argv) {
       req.cfg = zt::config::load_config(config_path, overrides);
       req.output_dir = output_dir.empty() ? req.cfg.output.dir : output_dir;
     }
+    req.command_line = command_line(argc, argv);
     req.dry_run = dry_run;
     req.overwrite = overwrite;
     req.init_from = init_from;

@@ -13,8 +13,11 @@
 #include "reporter.hpp"
 #include "zotrain/train/run_folder.hpp"
 #include "run_state.hpp"
+#include "zotrain/core/build_info.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/core/seeds.hpp"
+#include "zotrain/kernels/isa.hpp"
+#include "zotrain/telemetry/host.hpp"
 #include "zotrain/telemetry/memory.hpp"
 #include "zotrain/telemetry/rss.hpp"
 #include "zotrain/train/checkpoint.hpp"
@@ -81,6 +84,25 @@ json plan_json(const config::ExperimentConfig& cfg, const Engine& engine, int ba
     buffers.push_back({{"name", name}, {"bytes", bytes}});
   plan["memory"]["planned_buffers"] = buffers;
   return plan;
+}
+
+// Where the run came from: the tool, the command, the machine, the time, the seed.
+json provenance(const RunRequest& req, int threads, const std::string& started) {
+  const telemetry::HostInfo h = telemetry::host_info();
+  return {{"name", req.cfg.name},
+          {"seed", req.cfg.seed},
+          {"zotrain_version", version()},
+          {"source_revision", source_revision()},
+          {"command_line", req.command_line},
+          {"started_utc", started},
+          {"finished_utc", telemetry::utc_now()},
+          {"resumed", req.resume},
+          {"host", h.name},
+          {"cpu", h.cpu},
+          {"cores", h.cores},
+          {"os", h.os},
+          {"threads", threads},
+          {"kernel_path", kernels::isa_name(kernels::best_isa())}};
 }
 
 // The epoch record of metrics.jsonl (and its log line).
@@ -195,6 +217,7 @@ LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunDa
 }  // namespace
 
 int run_experiment(const RunRequest& req) {
+  const std::string started = telemetry::utc_now();
   const config::ExperimentConfig& cfg = req.cfg;
   const int threads = resolve_threads(cfg.train.threads);
 
@@ -248,6 +271,7 @@ int run_experiment(const RunRequest& req) {
     folder.write_config(effective);
     plan["dry_run"] = true;
     plan["memory"]["peak_rss_bytes"] = telemetry::peak_rss_bytes();  // data loaded, nothing trained
+    plan["run"] = provenance(req, threads, started);
     folder.write_summary(plan);
     spdlog::info("dry run: wrote {}/config.json and summary.json", folder.dir());
     return 0;
@@ -313,6 +337,7 @@ int run_experiment(const RunRequest& req) {
   summary["phases"] = ph;
   summary["memory"]["peak_rss_bytes"] = rss;
   summary["weights_digest"] = weights_digest(*engine);
+  summary["run"] = provenance(req, threads, started);
   folder.write_summary(summary);
 
   if (req.quiet) return 0;

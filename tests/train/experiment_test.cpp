@@ -271,5 +271,38 @@ TEST(Experiment, PartitionAloneSweepsEveryC) {
   }
 }
 
+// Every run folder describes itself: summary.json names the tool, the command, the machine, the
+// time, the seed; a dry run writes the resolved config.json as well.
+TEST(Experiment, RunFolderIsSelfDescribing) {
+  const auto d = fresh_dir("provenance");
+  RunRequest r = tiny(d.string(), {"train.max_steps=2", "seed=7"});
+  r.command_line = "zotrain --config tiny.json";
+  ASSERT_EQ(run_experiment(r), 0);
+  const auto run = nlohmann::json::parse(std::ifstream(d / "summary.json"))["run"];
+  EXPECT_EQ(run["name"], "tiny");
+  EXPECT_EQ(run["seed"], 7);
+  EXPECT_EQ(run["command_line"], "zotrain --config tiny.json");
+  for (const char* k : {"zotrain_version", "source_revision", "started_utc", "finished_utc",
+                        "host", "cpu", "os", "kernel_path"}) {
+    ASSERT_TRUE(run.contains(k)) << k;
+    EXPECT_FALSE(run[k].get<std::string>().empty()) << k;
+  }
+  EXPECT_GE(run["cores"].get<int>(), 1);
+  EXPECT_GE(run["threads"].get<int>(), 1);
+  EXPECT_EQ(run["started_utc"].get<std::string>().back(), 'Z');
+
+  const auto dry = fresh_dir("provenance-dry");
+  RunRequest rd = tiny(dry.string());
+  rd.dry_run = true;
+  ASSERT_EQ(run_experiment(rd), 0);
+  const auto cfg = nlohmann::json::parse(std::ifstream(dry / "config.json"));
+  EXPECT_EQ(cfg["method"]["partition"], 3);  // zo-feat-cls1 of LeNet-5, resolved
+  EXPECT_EQ(cfg["train"]["batch_size"], 32);
+  EXPECT_TRUE(nlohmann::json::parse(std::ifstream(dry / "summary.json"))["dry_run"]);
+  ASSERT_EQ(run_experiment(rd), 0);  // a dry run's files do not block the next run
+  RunRequest again = tiny(dry.string(), {"train.max_steps=1"});
+  EXPECT_EQ(run_experiment(again), 0);
+}
+
 }  // namespace
 }  // namespace zt::train

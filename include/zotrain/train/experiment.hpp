@@ -23,6 +23,7 @@ struct RunRequest {
   bool overwrite = false;   // allow a non-empty output_dir for a fresh run
   std::string init_from;    // checkpoint whose parameters initialise a fresh run
   ProgressMode progress = ProgressMode::kOff;
+  std::string command_line;  // as typed (recorded in summary.json)
   bool quiet = false;       // no plan/summary tables on stdout
 };
 
