@@ -363,6 +363,9 @@ class Applier {
       return;
     }
     set(*k, v);
+    const std::string key(k->path);
+    if (std::find(cfg_.given.begin(), cfg_.given.end(), key) == cfg_.given.end())
+      cfg_.given.push_back(key);
   }
 
  private:
@@ -579,10 +582,6 @@ void apply_override(ExperimentConfig& cfg, const std::string& ov) {
 // once, after the file and every override, so the order of --set does not matter.
 void validate_combination(const ExperimentConfig& cfg, const std::string& origin) {
   const bool int8 = cfg.model.precision == Precision::kInt8;
-  if (int8 && cfg.optimizer.name == OptimizerKind::kAdam) {
-    throw Error(origin + ": optimizer.name: adam is not used by int8 training (NITI updates "
-                         "weights by b_bp-bit rounding); use sgd or leave it unset");
-  }
   if (int8 && cfg.zo.queries != 1) {
     throw Error(origin + ": zo.queries: " + std::to_string(cfg.zo.queries) +
                 " with model.precision int8; int8 training takes 1 query per step (its rounded "
@@ -602,6 +601,59 @@ void validate_combination(const ExperimentConfig& cfg, const std::string& origin
   }
 }
 
+// Keys that have no effect with the chosen model, data, precision or method. An error when the
+// key can only be a mistake; a warning where shipped configs set it for the common case (e.g.
+// optimizer settings, which a --set model.precision=int8 leaves behind).
+OrderedJson value_json(const Key& k, const ExperimentConfig& c);
+
+struct InertRule {
+  std::string_view key;  // a key, or a section ending in '.'
+  bool error;
+  bool (*inert)(const ExperimentConfig&);
+  const char* why;
+};
+
+bool images(const ExperimentConfig& c) { return dataset(c.data.dataset).input == InputKind::kImages; }
+bool int8(const ExperimentConfig& c) { return c.model.precision == Precision::kInt8; }
+bool fp32(const ExperimentConfig& c) { return c.model.precision == Precision::kFp32; }
+bool no_zo(const ExperimentConfig& c) { return c.method.name == Method::kFullBp; }
+bool one_part(const ExperimentConfig& c) { return c.method.name != Method::kElasticZo; }
+
+const InertRule kInertRules[] = {
+    {"data.augment", true, images, "augmentation applies to point clouds (data.dataset modelnet40)"},
+    {"data.points", true, images, "points per sample apply to point clouds"},
+    {"int8.", false, fp32, "int8 settings apply with model.precision int8"},
+    {"optimizer.", false, int8,
+     "int8 training updates weights by b_zo/b_bp-bit rounding (int8.b_zo, int8.b_bp), not by an "
+     "optimizer"},
+    {"train.memory_plan", false, int8, "the int8 trainer plans its own buffers"},
+    {"zo.eps", false, int8, "int8 perturbs by integers in [-int8.r_max, int8.r_max]"},
+    {"zo.grad_clip", false, int8, "int8 steps by the sign of the estimate"},
+    {"zo.", false, no_zo, "full_bp has no zeroth-order part"},
+    {"method.partition", false, one_part, "full_bp and full_zo fix C (at 0 and L)"},
+    {"method.bp_activations", false, one_part,
+     "it chooses what backprop uses after a ZO step, so it needs both parts (elastic_zo)"},
+};
+
+// Only keys given a value other than their default count (a written-out config.json gives every
+// key, most at their defaults).
+void check_inert_keys(ExperimentConfig& cfg, const std::string& origin) {
+  cfg.warnings.clear();
+  const ExperimentConfig defaults;
+  for (const std::string& key : cfg.given) {
+    const Key* k = find_key(key);
+    if (k == nullptr || value_json(*k, cfg) == value_json(*k, defaults)) continue;
+    for (const InertRule& r : kInertRules) {
+      const bool match = r.key.back() == '.' ? key.starts_with(r.key) : key == r.key;
+      if (!match || !r.inert(cfg)) continue;
+      const std::string msg = key + " has no effect here: " + r.why;
+      if (r.error) throw Error(origin + ": " + msg);
+      cfg.warnings.push_back(msg + " (ignored)");
+      break;
+    }
+  }
+}
+
 ExperimentConfig parse_with_source_dir(const std::string& json_text, const std::string& origin,
                                        const std::vector<std::string>& overrides,
                                        const std::string& source_dir) {
@@ -615,6 +667,7 @@ ExperimentConfig parse_with_source_dir(const std::string& json_text, const std::
   Applier(cfg, origin).apply_object(doc, "");
   for (const std::string& ov : overrides) apply_override(cfg, ov);
   validate_combination(cfg, origin);
+  check_inert_keys(cfg, origin);
   return cfg;
 }
 

@@ -219,6 +219,7 @@ LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunDa
 int run_experiment(const RunRequest& req) {
   const std::string started = telemetry::utc_now();
   const config::ExperimentConfig& cfg = req.cfg;
+  for (const std::string& w : cfg.warnings) spdlog::warn("{}", w);
   const int threads = resolve_threads(cfg.train.threads);
 
   // ---- everything that can fail on bad input happens before the output directory exists ----

@@ -91,6 +91,11 @@ struct ExperimentConfig {
   Int8Config int8;
   OutputConfig output;
   std::string source_dir = ".";        // absolute directory of the config file (not a key)
+  // Not keys: the dotted keys the file and --set gave, and one message per given key that has
+  // no effect with this model, data and precision (the caller shows them as warnings; keys whose
+  // uselessness is certain and that no shipped config relies on are errors instead).
+  std::vector<std::string> given;
+  std::vector<std::string> warnings;
 };
 
 // Reads `path` (may be empty: defaults only), applies `overrides` ("dotted.key=value"; the value
