@@ -78,8 +78,8 @@ int main(int argc, char** argv) {
       ->type_name("KEY=VALUE");
   app.add_option("-o,--output-dir", output_dir,
                  "Output directory (default: output.dir, else runs/<name>)");
-  app.add_option("-t,--threads", threads, "Threads (overrides train.threads; 0 = all cores)")
-      ->check(CLI::NonNegativeNumber);
+  app.add_option("-t,--threads", threads, "Threads (overrides train.threads, whose auto = all cores)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--dry-run", dry_run,
                "Build the model and the memory plan, validate the data, write summary.json; no training");
   app.add_option("--resume", resume_dir,
@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
     if (!resume_dir.empty() && !init_from.empty())
       throw zt::Error("--init-from cannot be combined with --resume");
     zt::train::RunRequest req;
-    if (threads >= 0) overrides.push_back("train.threads=" + std::to_string(threads));
+    if (threads > 0) overrides.push_back("train.threads=" + std::to_string(threads));
     if (!resume_dir.empty()) {
       req.cfg = zt::config::load_config(resume_dir + "/config.json", overrides);
       req.resume = true;

@@ -31,6 +31,8 @@ using OrderedJson = nlohmann::ordered_json;
 enum class Type { kInt, kSeed, kNumber, kString, kEnum, kPartition, kIntSchedule, kNumberSchedule };
 
 using IntRef = std::int64_t& (*)(ExperimentConfig&);
+using OptIntRef = std::optional<std::int64_t>& (*)(ExperimentConfig&);
+using OptNumberRef = std::optional<double>& (*)(ExperimentConfig&);
 using SeedRef = std::uint64_t& (*)(ExperimentConfig&);
 using NumberRef = double& (*)(ExperimentConfig&);
 using StringRef = std::string& (*)(ExperimentConfig&);
@@ -42,15 +44,14 @@ struct EnumRef {
   std::size_t (*get)(const ExperimentConfig&);
   void (*set)(ExperimentConfig&, std::size_t);
 };
-using Ref = std::variant<IntRef, SeedRef, NumberRef, StringRef, ScheduleRef, PartitionRef, EnumRef>;
+using Ref = std::variant<IntRef, SeedRef, NumberRef, StringRef, ScheduleRef, PartitionRef, EnumRef,
+                         OptIntRef, OptNumberRef>;
 
-// Numeric range: lo/hi with open or closed ends; `sentinel` is one extra allowed value.
+// Numeric range: lo/hi with open or closed ends.
 struct Range {
   double lo = -std::numeric_limits<double>::infinity();
   double hi = std::numeric_limits<double>::infinity();
   bool lo_open = false, hi_open = false;
-  bool has_sentinel = false;
-  double sentinel = 0;
 };
 
 struct Key {
@@ -60,6 +61,9 @@ struct Key {
   Range range;
   std::vector<std::string_view> choices;  // kEnum
   std::string_view help;
+  // Optional kInt / kNumber keys (OptIntRef / OptNumberRef): how "not set" is written —
+  // "auto" (a default chosen at run time) or "null" (none); both are read as not set.
+  std::string_view unset = {};
 };
 
 Range at_least(double lo) { return Range{.lo = lo}; }
@@ -111,10 +115,10 @@ const std::vector<Key>& schema() {
       {"data.root", Type::kString, ZT_FIELD(data.root), {}, {},
        "directory with the IDX files; relative: config file's directory if it exists there, "
        "else the current directory"},
-      {"data.train_limit", Type::kInt, ZT_FIELD(data.train_limit), at_least(0), {},
-       "use only the first N training images (0 = all)"},
-      {"data.test_limit", Type::kInt, ZT_FIELD(data.test_limit), at_least(0), {},
-       "use only the first N test images (0 = all)"},
+      {"data.train_limit", Type::kInt, ZT_FIELD(data.train_limit), at_least(1), {},
+       "use only the first N training samples (null = all)", "null"},
+      {"data.test_limit", Type::kInt, ZT_FIELD(data.test_limit), at_least(1), {},
+       "use only the first N test samples (null = all)", "null"},
       {"data.points", Type::kInt, ZT_FIELD(data.points), at_least(1), {},
        "modelnet40: points per sample (a seeded random subset in training, the first N in "
        "evaluation)"},
@@ -137,11 +141,11 @@ const std::vector<Key>& schema() {
       {"optimizer.name", Type::kEnum, ZT_ENUM(optimizer.name), {}, names_of<OptimizerKind>(),
        "optimizer of the backprop part"},
       {"optimizer.lr", Type::kNumber, ZT_FIELD(optimizer.lr), at_least(0), {},
-       "learning rate of the ZO part (and of the BP part unless bp_lr is set); 0 = method "
-       "default"},
-      {"optimizer.bp_lr", Type::kNumber, ZT_FIELD(optimizer.bp_lr),
-       Range{.lo = 0, .has_sentinel = true, .sentinel = -1}, {},
-       "learning rate of the backprop part; -1 or null = same as optimizer.lr"},
+       "learning rate of the ZO part (and of the BP part unless bp_lr is set); auto = the "
+       "method's default (README, Defaults); 0 freezes those layers", "auto"},
+      {"optimizer.bp_lr", Type::kNumber, ZT_FIELD(optimizer.bp_lr), at_least(0), {},
+       "learning rate of the backprop part; null = optimizer.lr when that is set, else the "
+       "optimizer's default", "null"},
       {"optimizer.decay.factor", Type::kNumber, ZT_FIELD(optimizer.decay.factor),
        Range{.lo = 0, .hi = 1, .lo_open = true}, {}, "learning-rate decay factor"},
       {"optimizer.decay.every_epochs", Type::kInt, ZT_FIELD(optimizer.decay.every_epochs),
@@ -154,12 +158,12 @@ const std::vector<Key>& schema() {
       {"zo.queries", Type::kInt, ZT_FIELD(zo.queries), closed(1, kMaxZoQueries), {},
        "directions probed per ZO step (q); the update averages their estimates; int8: 1"},
       {"train.epochs", Type::kInt, ZT_FIELD(train.epochs), at_least(1), {}, "training epochs"},
-      {"train.batch_size", Type::kInt, ZT_FIELD(train.batch_size), at_least(0), {},
-       "minibatch size (0 = 32; 256 for int8 LeNet-5)"},
-      {"train.threads", Type::kInt, ZT_FIELD(train.threads), at_least(0), {},
-       "worker threads (0 = all cores)"},
-      {"train.max_steps", Type::kInt, ZT_FIELD(train.max_steps), at_least(0), {},
-       "stop after this many steps in total (0 = no limit)"},
+      {"train.batch_size", Type::kInt, ZT_FIELD(train.batch_size), at_least(1), {},
+       "minibatch size (auto = the paper's: 32; 256 for int8 LeNet-5)", "auto"},
+      {"train.threads", Type::kInt, ZT_FIELD(train.threads), at_least(1), {},
+       "worker threads (auto = all cores)", "auto"},
+      {"train.max_steps", Type::kInt, ZT_FIELD(train.max_steps), at_least(1), {},
+       "stop after this many steps in total (null = no limit)", "null"},
       {"train.eval_every", Type::kInt, ZT_FIELD(train.eval_every), at_least(1), {},
        "evaluate on the test set every N epochs (and at the end)"},
       {"train.memory_plan", Type::kEnum, ZT_ENUM(train.memory_plan), {}, names_of<MemoryPlan>(),
@@ -294,12 +298,10 @@ std::string describe_range(const Range& r) {
   } else if (hi) {
     s = std::string(r.hi_open ? "< " : "<= ") + format_number(r.hi);
   }
-  if (r.has_sentinel) s += " or " + format_number(r.sentinel);
   return s;
 }
 
 bool in_range(const Range& r, double v) {
-  if (r.has_sentinel && v == r.sentinel) return true;
   if (std::isnan(v)) return false;
   if (r.lo_open ? !(v > r.lo) : !(v >= r.lo)) return false;
   if (r.hi_open ? !(v < r.hi) : !(v <= r.hi)) return false;
@@ -465,6 +467,14 @@ class Applier {
   }
 
   void set(const Key& k, const Json& v) const {
+    if (!k.unset.empty() && (v.is_null() || (v.is_string() && lower(v.get<std::string>()) == k.unset) ||
+                             (v.is_string() && lower(v.get<std::string>()) == "null"))) {
+      if (auto* r = std::get_if<OptIntRef>(&k.ref)) (*r)(cfg_).reset();
+      if (auto* r = std::get_if<OptNumberRef>(&k.ref)) (*r)(cfg_).reset();
+      return;
+    }
+    const std::string or_unset =
+        k.unset.empty() ? "" : std::string(" or ") + (k.unset == "null" ? "null" : "\"auto\"");
     switch (k.type) {
       case Type::kInt: {
         std::int64_t x = 0;
@@ -476,12 +486,13 @@ class Applier {
                    std::fabs(v.get<double>()) < 9e15) {
           x = static_cast<std::int64_t>(v.get<double>());
         } else {
-          wrong(k, v, "an integer");
+          wrong(k, v, "an integer" + or_unset);
         }
         if (!in_range(k.range, static_cast<double>(x))) {
-          wrong(k, v, "an integer " + describe_range(k.range));
+          wrong(k, v, "an integer " + describe_range(k.range) + or_unset);
         }
-        std::get<IntRef>(k.ref)(cfg_) = x;
+        if (auto* r = std::get_if<OptIntRef>(&k.ref)) (*r)(cfg_) = x;
+        else std::get<IntRef>(k.ref)(cfg_) = x;
         return;
       }
       case Type::kSeed:
@@ -491,16 +502,11 @@ class Applier {
         std::get<SeedRef>(k.ref)(cfg_) = v.get<std::uint64_t>();
         return;
       case Type::kNumber: {
-        if (v.is_null() && k.range.has_sentinel) {
-          std::get<NumberRef>(k.ref)(cfg_) = k.range.sentinel;
-          return;
-        }
-        if (!v.is_number()) wrong(k, v, "a number");
+        if (!v.is_number()) wrong(k, v, "a number" + or_unset);
         const double x = v.get<double>();
-        if (!in_range(k.range, x)) {
-          wrong(k, v, describe_range(k.range) + (k.range.has_sentinel ? " (or null)" : ""));
-        }
-        std::get<NumberRef>(k.ref)(cfg_) = x;
+        if (!in_range(k.range, x)) wrong(k, v, describe_range(k.range) + or_unset);
+        if (auto* r = std::get_if<OptNumberRef>(&k.ref)) (*r)(cfg_) = x;
+        else std::get<NumberRef>(k.ref)(cfg_) = x;
         return;
       }
       case Type::kString:
@@ -671,16 +677,27 @@ ExperimentConfig parse_with_source_dir(const std::string& json_text, const std::
   return cfg;
 }
 
+OrderedJson unset_json(const Key& k) {
+  if (k.unset == "null") return nullptr;
+  return std::string(k.unset);
+}
+
 OrderedJson value_json(const Key& k, const ExperimentConfig& c) {
   auto& cfg = const_cast<ExperimentConfig&>(c);  // the accessors only read here
   switch (k.type) {
-    case Type::kInt: return std::get<IntRef>(k.ref)(cfg);
+    case Type::kInt:
+      if (auto* r = std::get_if<OptIntRef>(&k.ref)) {
+        const auto& v = (*r)(cfg);
+        return v ? OrderedJson(*v) : unset_json(k);
+      }
+      return std::get<IntRef>(k.ref)(cfg);
     case Type::kSeed: return std::get<SeedRef>(k.ref)(cfg);
-    case Type::kNumber: {
-      const double v = std::get<NumberRef>(k.ref)(cfg);
-      if (k.range.has_sentinel && v == k.range.sentinel) return nullptr;
-      return v;
-    }
+    case Type::kNumber:
+      if (auto* r = std::get_if<OptNumberRef>(&k.ref)) {
+        const auto& v = (*r)(cfg);
+        return v ? OrderedJson(*v) : unset_json(k);
+      }
+      return std::get<NumberRef>(k.ref)(cfg);
     case Type::kString: return std::get<StringRef>(k.ref)(cfg);
     case Type::kEnum: return std::string(k.choices[std::get<EnumRef>(k.ref).get(cfg)]);
     case Type::kPartition: {
@@ -758,9 +775,7 @@ std::string keys_help() {
     switch (k.type) {
       case Type::kInt: type = "integer " + describe_range(k.range); break;
       case Type::kSeed: type = "integer >= 0"; break;
-      case Type::kNumber:
-        type = "number " + describe_range(k.range) + (k.range.has_sentinel ? " or null" : "");
-        break;
+      case Type::kNumber: type = "number " + describe_range(k.range); break;
       case Type::kString: type = "string"; break;
       case Type::kEnum: type = join(k.choices, " | "); break;
       case Type::kPartition: type = "integer | zo-feat-cls1 | zo-feat-cls2"; break;
@@ -770,6 +785,7 @@ std::string keys_help() {
                describe_range(k.range) + " or {\"epoch\": value} schedule";
         break;
     }
+    if (!k.unset.empty()) type += " or " + std::string(k.unset);
     out += "  " + std::string(k.path) + " (" + type + ", default " +
            value_json(k, defaults).dump() + "): " + std::string(k.help) + "\n";
   }
@@ -793,11 +809,7 @@ double Schedule::at(std::int64_t epoch) const {
 }
 
 std::int64_t resolve_batch_size(const ExperimentConfig& cfg) {
-  if (cfg.train.batch_size > 0) return cfg.train.batch_size;
-  if (cfg.train.batch_size < 0) {
-    throw Error("train.batch_size: " + std::to_string(cfg.train.batch_size) +
-                " is negative (expected >= 1, or 0 for the precision's default)");
-  }
+  if (cfg.train.batch_size) return *cfg.train.batch_size;
   // The paper's batches, per architecture (config/catalogue.hpp).
   const ArchInfo& arch = architecture(cfg.model.arch);
   return cfg.model.precision == Precision::kInt8 ? arch.int8_batch : arch.fp32_batch;

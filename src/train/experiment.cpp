@@ -38,9 +38,9 @@ namespace {
 std::atomic<bool> g_interrupted{false};
 extern "C" void on_sigint(int) { g_interrupted.store(true); }
 
-int resolve_threads(std::int64_t requested) {
+int resolve_threads(std::optional<std::int64_t> requested) {
 #ifdef ZT_OPENMP
-  const int n = requested > 0 ? static_cast<int>(requested) : omp_get_num_procs();
+  const int n = requested ? static_cast<int>(*requested) : omp_get_num_procs();
   omp_set_num_threads(n);
   return n;
 #else
@@ -149,7 +149,7 @@ struct LoopResult {
 LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunData& rd,
                       const RunFolder& folder, Reporter& rep, RunState& st) {
   BatchSource& batcher = *rd.train;
-  const std::int64_t epochs = cfg.train.epochs, max_steps = cfg.train.max_steps;
+  const std::int64_t epochs = cfg.train.epochs, max_steps = cfg.train.max_steps.value_or(0);
   const std::int64_t per_epoch = batcher.batches_per_epoch();
   const std::int64_t planned = max_steps > 0 ? std::min(max_steps, epochs * per_epoch)
                                              : epochs * per_epoch;

@@ -36,15 +36,11 @@ void BpOptimizer::apply(float* theta, const float* grad, float lr) {
   }
 }
 
-LearningRates resolve_learning_rates(double lr, double bp_lr, OptimizerKind kind) {
+LearningRates resolve_learning_rates(std::optional<double> lr, std::optional<double> bp_lr,
+                                     OptimizerKind kind) {
   LearningRates r;
-  r.zo = lr > 0 ? lr : kDefaultZoLr;
-  if (bp_lr >= 0)
-    r.bp = bp_lr;
-  else if (lr > 0)
-    r.bp = lr;
-  else
-    r.bp = kind == OptimizerKind::kAdam ? kDefaultAdamLr : kDefaultSgdLr;
+  r.zo = lr.value_or(kDefaultZoLr);
+  r.bp = bp_lr ? *bp_lr : lr ? *lr : kind == OptimizerKind::kAdam ? kDefaultAdamLr : kDefaultSgdLr;
   return r;
 }
 

@@ -58,8 +58,9 @@ void check_batch(int count, int batch, const std::string& what, const std::strin
 RunData load_run_data(const config::ExperimentConfig& cfg, const std::string& root, int batch,
                       std::size_t model_input_floats, std::uint64_t seed) {
   RunData r;
-  const int train_limit = static_cast<int>(cfg.data.train_limit);
-  const int test_limit = static_cast<int>(cfg.data.test_limit);
+  // The loaders take 0 for "all".
+  const int train_limit = static_cast<int>(cfg.data.train_limit.value_or(0));
+  const int test_limit = static_cast<int>(cfg.data.test_limit.value_or(0));
   const config::DatasetInfo& info = config::dataset(cfg.data.dataset);
   if (info.input == config::InputKind::kPoints) {
     auto ds = std::make_shared<data::PointCloudDataset>(

@@ -63,7 +63,7 @@ TEST(ConfigTest, EmptyObjectGivesDefaults) {
   const ExperimentConfig d;
   expect_same(parse("{}"), d);
   expect_same(load_config("", {}), d);
-  EXPECT_EQ(parse("{}").optimizer.bp_lr, -1.0);
+  EXPECT_EQ(parse("{}").optimizer.bp_lr, std::nullopt);
 }
 
 TEST(ConfigTest, ParsesEveryKind) {
@@ -91,7 +91,7 @@ TEST(ConfigTest, ParsesEveryKind) {
   EXPECT_EQ(c.zo.eps, 0.01);
   EXPECT_EQ(c.train.epochs, 2);
   EXPECT_EQ(c.train.batch_size, 64);
-  EXPECT_EQ(c.train.threads, 0);  // untouched keys keep defaults
+  EXPECT_EQ(c.train.threads, std::nullopt);  // untouched keys keep defaults (auto)
 }
 
 TEST(ConfigTest, UnknownKeySuggestsNearest) {
@@ -108,7 +108,7 @@ TEST(ConfigTest, UnknownKeySuggestsNearest) {
 
 TEST(ConfigTest, WrongTypes) {
   expect_error([] { parse(R"({"train": {"batch_size": "abc"}})"); },
-               {"config.json: key 'train.batch_size' must be an integer, got \"abc\""});
+               {"config.json: key 'train.batch_size' must be an integer or \"auto\", got \"abc\""});
   expect_error([] { parse(R"({"train": {"epochs": 2.5}})"); },
                {"'train.epochs'", "must be an integer", "2.5"});
   expect_error([] { parse(R"({"optimizer": {"lr": "fast"}})"); },
@@ -128,15 +128,15 @@ TEST(ConfigTest, OutOfRange) {
     const char* expect;
   };
   const Case cases[] = {
-      {R"({"train": {"batch_size": -1}})", "train.batch_size", ">= 0"},
+      {R"({"train": {"batch_size": 0}})", "train.batch_size", ">= 1 or \"auto\""},
       {R"({"train": {"epochs": 0}})", "train.epochs", ">= 1"},
-      {R"({"train": {"threads": -1}})", "train.threads", ">= 0"},
-      {R"({"train": {"max_steps": -1}})", "train.max_steps", ">= 0"},
+      {R"({"train": {"threads": 0}})", "train.threads", ">= 1 or \"auto\""},
+      {R"({"train": {"max_steps": 0}})", "train.max_steps", ">= 1 or null"},
       {R"({"train": {"eval_every": 0}})", "train.eval_every", ">= 1"},
-      {R"({"data": {"train_limit": -5}})", "data.train_limit", ">= 0"},
-      {R"({"data": {"test_limit": -5}})", "data.test_limit", ">= 0"},
+      {R"({"data": {"train_limit": 0}})", "data.train_limit", ">= 1 or null"},
+      {R"({"data": {"test_limit": -5}})", "data.test_limit", ">= 1 or null"},
       {R"({"optimizer": {"lr": -0.1}})", "optimizer.lr", ">= 0"},
-      {R"({"optimizer": {"bp_lr": -0.5}})", "optimizer.bp_lr", ">= 0 or -1"},
+      {R"({"optimizer": {"bp_lr": -1}})", "optimizer.bp_lr", ">= 0 or null"},
       {R"({"zo": {"eps": 0}})", "zo.eps", "> 0"},
       {R"({"zo": {"grad_clip": 0}})", "zo.grad_clip", "> 0"},
       {R"({"optimizer": {"decay": {"factor": 0}}})", "optimizer.decay.factor", "in (0, 1]"},
@@ -159,10 +159,18 @@ TEST(ConfigTest, OutOfRange) {
 }
 
 TEST(ConfigTest, BpLrSentinel) {
-  EXPECT_EQ(parse(R"({"optimizer": {"bp_lr": null}})").optimizer.bp_lr, -1.0);
-  EXPECT_EQ(parse(R"({"optimizer": {"bp_lr": -1}})").optimizer.bp_lr, -1.0);
+  // Defaults are spelled null or "auto", never 0: 0 means 0.
+  EXPECT_EQ(parse(R"({"optimizer": {"bp_lr": null}})").optimizer.bp_lr, std::nullopt);
   EXPECT_EQ(parse(R"({"optimizer": {"bp_lr": 0}})").optimizer.bp_lr, 0.0);
-  EXPECT_NE(to_json_text(parse("{}")).find("\"bp_lr\": null"), std::string::npos);
+  EXPECT_EQ(parse(R"({"optimizer": {"lr": 0}})").optimizer.lr, 0.0);
+  EXPECT_EQ(parse(R"({"optimizer": {"lr": "auto"}})").optimizer.lr, std::nullopt);
+  EXPECT_EQ(parse("{}", {"train.batch_size=auto", "train.threads=AUTO"}).train.threads, std::nullopt);
+  EXPECT_EQ(parse("{}", {"train.max_steps=null"}).train.max_steps, std::nullopt);
+  const std::string dump = to_json_text(parse("{}"));
+  for (const char* spelled : {"\"bp_lr\": null", "\"lr\": \"auto\"", "\"batch_size\": \"auto\"",
+                              "\"threads\": \"auto\"", "\"max_steps\": null",
+                              "\"train_limit\": null"})
+    EXPECT_NE(dump.find(spelled), std::string::npos) << spelled;
 }
 
 TEST(ConfigTest, Enums) {
@@ -231,7 +239,7 @@ TEST(ConfigTest, OverrideErrors) {
   expect_error([] { parse("{}", {"optimizer.lrr=0.1"}); },
                {"--set", "unknown key 'optimizer.lrr' (did you mean 'optimizer.lr'?)"});
   expect_error([] { parse("{}", {"train.batch_size=abc"}); },
-               {"--set", "key 'train.batch_size' must be an integer, got \"abc\""});
+               {"--set", "key 'train.batch_size' must be an integer or \"auto\", got \"abc\""});
   expect_error([] { parse("{}", {"train.epochs"}); }, {"--set", "train.epochs", "missing '='"});
   expect_error([] { parse("{}", {"=3"}); }, {"--set", "empty key"});
   expect_error([] { parse("{}", {"train.epochs=0"}); }, {"--set", "'train.epochs'", ">= 1"});
@@ -265,8 +273,8 @@ TEST(ConfigTest, DumpAndHelpListEveryKey) {
     EXPECT_NE(dump.find("\"" + leaf + "\""), std::string::npos) << k;
     EXPECT_NE(help.find("  " + k + " ("), std::string::npos) << k;
   }
-  EXPECT_NE(help.find("train.batch_size (integer >= 0, default 0): minibatch size (0 = 32; 256 "
-                      "for int8 LeNet-5)"),
+  EXPECT_NE(help.find("train.batch_size (integer >= 1 or auto, default \"auto\"): minibatch size "
+                      "(auto = the paper's: 32; 256 for int8 LeNet-5)"),
             std::string::npos)
       << help;
   EXPECT_NE(help.find("data.dataset (mnist | fashion_mnist | modelnet40, default \"mnist\")"),
@@ -443,7 +451,7 @@ TEST(ConfigInt8Test, DumpWritesConstantsAsNumbers) {
             std::string::npos)
       << def;
   EXPECT_NE(def.find("\"0\": 0.33,"), std::string::npos) << def;
-  EXPECT_NE(def.find("\"batch_size\": 0,"), std::string::npos) << def;
+  EXPECT_NE(def.find("\"batch_size\": \"auto\","), std::string::npos) << def;
 }
 
 TEST(ConfigInt8Test, RoundTrip) {
@@ -578,12 +586,12 @@ TEST(ConfigInt8Test, LoadFixture) {
   EXPECT_EQ(c.int8.b_bp.points, (Points{{0, 5}, {20, 4}, {50, 3}}));
   EXPECT_EQ(c.int8.p_zero.at(25), 0.5);
   EXPECT_EQ(name(c.int8.sign), "integer");
-  EXPECT_EQ(c.train.batch_size, 0);
+  EXPECT_EQ(c.train.batch_size, std::nullopt);
   EXPECT_EQ(resolve_batch_size(c), 256);
 }
 
 TEST(ConfigTest, ResolveBatchSize) {
-  EXPECT_EQ(parse("{}").train.batch_size, 0);
+  EXPECT_EQ(parse("{}").train.batch_size, std::nullopt);
   EXPECT_EQ(resolve_batch_size(parse("{}")), 32);
   EXPECT_EQ(resolve_batch_size(parse("{}", {"model.precision=int8"})), 256);
   EXPECT_EQ(resolve_batch_size(parse("{}", {"model.precision=int8", "model.arch=pointnet",
@@ -592,13 +600,10 @@ TEST(ConfigTest, ResolveBatchSize) {
   EXPECT_EQ(resolve_batch_size(parse("{}", {"train.batch_size=64"})), 64);
   EXPECT_EQ(resolve_batch_size(parse("{}", {"model.precision=int8", "train.batch_size=64"})), 64);
   EXPECT_EQ(resolve_batch_size(parse("{}", {"model.precision=int8", "train.batch_size=1"})), 1);
-  EXPECT_EQ(resolve_batch_size(parse(R"({"train": {"batch_size": 0}})")), 32);
-  // The dump keeps 0 (the choice), so a resumed run resolves it the same way.
+  EXPECT_EQ(resolve_batch_size(parse(R"({"train": {"batch_size": "auto"}})")), 32);
+  // The dump keeps "auto" (the choice), so a resumed run resolves it the same way.
   const ExperimentConfig i8 = parse("{}", {"model.precision=int8"});
   EXPECT_EQ(resolve_batch_size(parse_config(to_json_text(i8), "dump", {})), 256);
-  ExperimentConfig bad;
-  bad.train.batch_size = -3;
-  expect_error([&] { resolve_batch_size(bad); }, {"train.batch_size", "-3"});
 }
 
 }  // namespace

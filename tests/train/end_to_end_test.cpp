@@ -37,7 +37,7 @@ nlohmann::json run(const std::string& tag, std::vector<std::string> sets,
 
 TEST(EndToEnd, FullBpOneEpoch) {
   const auto s = run("full-bp", {"method.name=full_bp", "optimizer.name=sgd",
-                                 "optimizer.lr=0.05", "optimizer.bp_lr=-1", "train.epochs=1"});
+                                 "optimizer.lr=0.05", "optimizer.bp_lr=null", "train.epochs=1"});
   EXPECT_GE(s["test_accuracy"].get<double>(), 80.0);
   EXPECT_EQ(s["params"]["bp"], 107786);
 }
@@ -53,7 +53,7 @@ TEST(EndToEnd, ElasticZoCls1OneEpoch) {
 // Int8 on the whole bundled subset, batch 256 (23 steps per epoch). Measured after one epoch:
 // NITI Full BP 61.9 %, ElasticZO-INT8 Cls1 (float sign) 61.9 % (README, "Int8").
 TEST(EndToEnd, Int8FullBpOneEpoch) {
-  const auto s = run("int8-full-bp", {"data.train_limit=0", "method.name=full_bp"},
+  const auto s = run("int8-full-bp", {"data.train_limit=null", "method.name=full_bp"},
                      "/tests/fixtures/int8.json");
   EXPECT_GE(s["test_accuracy"].get<double>(), 45.0);
   EXPECT_EQ(s["params"]["bp"], 107550);
@@ -61,7 +61,7 @@ TEST(EndToEnd, Int8FullBpOneEpoch) {
 }
 
 TEST(EndToEnd, Int8ElasticZoCls1OneEpoch) {
-  const auto s = run("int8-elastic", {"data.train_limit=0", "int8.sign=integer"},
+  const auto s = run("int8-elastic", {"data.train_limit=null", "int8.sign=integer"},
                      "/tests/fixtures/int8.json");
   EXPECT_GE(s["test_accuracy"].get<double>(), 45.0);
   EXPECT_EQ(s["params"]["zo"], 150 + 2400 + 94080);

@@ -52,7 +52,7 @@ void check_resume(const std::string& tag, const std::vector<std::string>& method
   stop.push_back("train.max_steps=5");  // stops inside epoch 1 of 2 (8 steps per epoch)
   ASSERT_EQ(run_experiment(tiny(b.string(), stop)), 0);
   RunRequest again;
-  again.cfg = config::load_config((b / "config.json").string(), {"train.max_steps=0"});
+  again.cfg = config::load_config((b / "config.json").string(), {"train.max_steps=null"});
   again.output_dir = b.string();
   again.resume = true;
   again.quiet = true;
@@ -104,7 +104,7 @@ std::string synthetic_points_dir() {
 std::vector<std::string> pointnet_sets(const std::string& method) {
   return {"method.name=" + method, "train.epochs=2", "optimizer.name=adam",
           "data.dataset=modelnet40", "model.arch=pointnet", "data.root=" + synthetic_points_dir(),
-          "data.points=32", "data.test_limit=0"};
+          "data.points=32", "data.test_limit=null"};
 }
 
 TEST_P(ResumeTest, PointNetStopAndResumeGivesTheSameWeights) {
@@ -121,7 +121,7 @@ INSTANTIATE_TEST_SUITE_P(Methods, ResumeTest, ::testing::ValuesIn(method_names()
 
 TEST(Experiment, DryRunWritesThePlanOnly) {
   const auto d = fresh_dir("dry");
-  RunRequest r = tiny(d.string(), {"train.batch_size=256", "data.train_limit=0", "optimizer.name=sgd"});
+  RunRequest r = tiny(d.string(), {"train.batch_size=256", "data.train_limit=null", "optimizer.name=sgd"});
   r.dry_run = true;
   ASSERT_EQ(run_experiment(r), 0);
   const auto s = nlohmann::json::parse(std::ifstream(d / "summary.json"));
@@ -137,7 +137,7 @@ TEST(Experiment, DryRunWritesThePlanOnly) {
 TEST(Experiment, Int8DryRunReportsTheInt8Equations) {
   const auto d = fresh_dir("dry-int8");
   RunRequest r = tiny(d.string(), {"model.precision=int8", "optimizer.name=sgd",
-                                   "method.name=full_zo", "train.batch_size=0"});
+                                   "method.name=full_zo", "train.batch_size=auto"});
   r.dry_run = true;
   ASSERT_EQ(run_experiment(r), 0);
   const auto s = nlohmann::json::parse(std::ifstream(d / "summary.json"));
@@ -245,7 +245,7 @@ TEST(Experiment, PartitionAloneSweepsEveryC) {
   };
   const std::vector<std::string> pointnet = {
       "data.dataset=modelnet40", "model.arch=pointnet", "data.root=" + synthetic_points_dir(),
-      "data.points=32", "data.test_limit=0", "train.batch_size=32"};
+      "data.points=32", "data.test_limit=null", "train.batch_size=32"};
   std::vector<Case> cases = {{"lenet5-fp32", {}, 5},
                              {"lenet5-int8", {"model.precision=int8", "optimizer.name=sgd",
                                               "train.batch_size=64"}, 5},

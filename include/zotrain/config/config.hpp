@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,8 +18,8 @@ namespace zt::config {
 struct DataConfig {
   Dataset dataset = Dataset::kMnist;
   std::string root = "data/mnist-subset";  // as written; use resolve_path() (config dir, then cwd)
-  std::int64_t train_limit = 0;        // 0 = all
-  std::int64_t test_limit = 0;         // 0 = all
+  std::optional<std::int64_t> train_limit;  // null = all
+  std::optional<std::int64_t> test_limit;   // null = all
   std::int64_t points = 1024;          // modelnet40: points per sample
   Augment augment = Augment::kRotateJitter;  // modelnet40 training
 };
@@ -37,8 +38,8 @@ struct DecayConfig {
 };
 struct OptimizerConfig {
   OptimizerKind name = OptimizerKind::kSgd;  // of the backprop part
-  double lr = 0.0;                     // ZO part (and BP part unless bp_lr set); 0 = method default
-  double bp_lr = -1.0;                 // -1 = same as lr (JSON: -1, null or absent)
+  std::optional<double> lr;     // ZO part (and BP part unless bp_lr set); auto = method default
+  std::optional<double> bp_lr;  // null = lr when set, else the optimizer's default
   DecayConfig decay;
 };
 struct ZoConfig {
@@ -49,9 +50,9 @@ struct ZoConfig {
 };
 struct TrainConfig {
   std::int64_t epochs = 5;
-  std::int64_t batch_size = 0;         // 0 = default (32; int8 LeNet-5: 256); resolve_batch_size()
-  std::int64_t threads = 0;            // 0 = all cores
-  std::int64_t max_steps = 0;          // 0 = no limit (stop after this many steps in total)
+  std::optional<std::int64_t> batch_size;  // auto = the paper's (resolve_batch_size())
+  std::optional<std::int64_t> threads;     // auto = all cores
+  std::optional<std::int64_t> max_steps;   // null = no limit (else: steps in total)
   std::int64_t eval_every = 1;         // evaluate on the test set every N epochs (and at the end)
   MemoryPlan memory_plan = MemoryPlan::kLean;  // lean: recompute, release early; whole_batch: keep all
 };
@@ -126,8 +127,8 @@ std::string keys_help();
 // Every dotted key of the schema, in schema order.
 std::vector<std::string> key_names();
 
-// The effective minibatch: train.batch_size, or when it is 0 the precision's default (32 for
-// fp32, 256 for int8 as in NITI / ElasticZO-INT8). Use this, not cfg.train.batch_size.
+// The effective minibatch: train.batch_size, or when it is auto the architecture's default for
+// the precision (32 for fp32, 256 for int8 LeNet-5 as in NITI / ElasticZO-INT8).
 std::int64_t resolve_batch_size(const ExperimentConfig& cfg);
 
 // Resolves method.partition against L parametric layers: a number in [0, L] or a named setting

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "zotrain/config/options.hpp"
 
@@ -43,9 +44,10 @@ inline constexpr double kDefaultAdamLr = 1e-3;
 struct LearningRates {
   double zo = 0, bp = 0;
 };
-// optimizer.lr = 0 means the default ZO rate; optimizer.bp_lr < 0 means optimizer.lr when that
-// was given, else the optimizer's default backprop rate.
-LearningRates resolve_learning_rates(double lr, double bp_lr, OptimizerKind kind);
+// optimizer.lr unset (auto) means the default ZO rate; optimizer.bp_lr unset means optimizer.lr
+// when that was given, else the optimizer's default backprop rate. 0 is a rate of 0.
+LearningRates resolve_learning_rates(std::optional<double> lr, std::optional<double> bp_lr,
+                                     OptimizerKind kind);
 
 // The learning rate of an epoch under step decay: lr · factor^floor(epoch / every).
 double decayed_lr(double lr, double factor, std::int64_t every_epochs, std::int64_t epoch);
