@@ -28,9 +28,10 @@ using OrderedJson = nlohmann::ordered_json;
 
 // kIntSchedule / kNumberSchedule: a Schedule whose values are integers / numbers, each within
 // the key's range (JSON: a plain value, or {"<epoch>": value, ...} containing "0").
-enum class Type { kInt, kSeed, kNumber, kString, kEnum, kPartition, kIntSchedule, kNumberSchedule };
+enum class Type { kInt, kSeed, kNumber, kBool, kString, kEnum, kPartition, kIntSchedule, kNumberSchedule };
 
 using IntRef = std::int64_t& (*)(ExperimentConfig&);
+using BoolRef = bool& (*)(ExperimentConfig&);
 using OptIntRef = std::optional<std::int64_t>& (*)(ExperimentConfig&);
 using OptNumberRef = std::optional<double>& (*)(ExperimentConfig&);
 using SeedRef = std::uint64_t& (*)(ExperimentConfig&);
@@ -45,7 +46,7 @@ struct EnumRef {
   void (*set)(ExperimentConfig&, std::size_t);
 };
 using Ref = std::variant<IntRef, SeedRef, NumberRef, StringRef, ScheduleRef, PartitionRef, EnumRef,
-                         OptIntRef, OptNumberRef>;
+                         OptIntRef, OptNumberRef, BoolRef>;
 
 // Numeric range: lo/hi with open or closed ends.
 struct Range {
@@ -166,6 +167,11 @@ const std::vector<Key>& schema() {
        "stop after this many steps in total (null = no limit)", "null"},
       {"train.eval_every", Type::kInt, ZT_FIELD(train.eval_every), at_least(1), {},
        "evaluate on the test set every N epochs (and at the end)"},
+      {"train.eval_at_start", Type::kBool, ZT_FIELD(train.eval_at_start), {}, {},
+       "also evaluate before the first step (an epoch-0 record in metrics.jsonl)"},
+      {"train.log_every", Type::kInt, ZT_FIELD(train.log_every), at_least(1), {},
+       "write a record every N steps to steps.jsonl (step, epoch, loss, g, clipped, learning "
+       "rates, samples/s); null = none", "null"},
       {"train.memory_plan", Type::kEnum, ZT_ENUM(train.memory_plan), {}, names_of<MemoryPlan>(),
        "fp32 buffers: lean (PointNet's per-point stack streamed in chunks of points, its widest "
        "layer recomputed for backprop; same results) | whole_batch (keep every activation: "
@@ -263,6 +269,7 @@ const char* type_name(const Key& k) {
     case Type::kInt: return "an integer";
     case Type::kSeed: return "a non-negative integer";
     case Type::kNumber: return "a number";
+    case Type::kBool: return "true or false";
     case Type::kString: return "a string";
     case Type::kEnum: return "a string";
     case Type::kPartition: return "an integer or a partition name";
@@ -509,6 +516,10 @@ class Applier {
         else std::get<NumberRef>(k.ref)(cfg_) = x;
         return;
       }
+      case Type::kBool:
+        if (!v.is_boolean()) wrong(k, v, "true or false");
+        std::get<BoolRef>(k.ref)(cfg_) = v.get<bool>();
+        return;
       case Type::kString:
         if (!v.is_string()) wrong(k, v, "a string");
         std::get<StringRef>(k.ref)(cfg_) = v.get<std::string>();
@@ -698,6 +709,7 @@ OrderedJson value_json(const Key& k, const ExperimentConfig& c) {
         return v ? OrderedJson(*v) : unset_json(k);
       }
       return std::get<NumberRef>(k.ref)(cfg);
+    case Type::kBool: return std::get<BoolRef>(k.ref)(cfg);
     case Type::kString: return std::get<StringRef>(k.ref)(cfg);
     case Type::kEnum: return std::string(k.choices[std::get<EnumRef>(k.ref).get(cfg)]);
     case Type::kPartition: {
@@ -776,6 +788,7 @@ std::string keys_help() {
       case Type::kInt: type = "integer " + describe_range(k.range); break;
       case Type::kSeed: type = "integer >= 0"; break;
       case Type::kNumber: type = "number " + describe_range(k.range); break;
+      case Type::kBool: type = "true | false"; break;
       case Type::kString: type = "string"; break;
       case Type::kEnum: type = join(k.choices, " | "); break;
       case Type::kPartition: type = "integer | zo-feat-cls1 | zo-feat-cls2"; break;

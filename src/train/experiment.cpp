@@ -140,6 +140,36 @@ void log_epoch(const json& rec, std::int64_t epochs) {
     spdlog::info("epoch {}/{}: train loss {:.4f}{}, {:.2f}s", epoch, epochs, loss, agree, secs);
 }
 
+// steps.jsonl: one record every train.log_every steps.
+class StepLog {
+ public:
+  StepLog(const RunFolder& folder, std::optional<std::int64_t> every)
+      : folder_(folder), every_(every.value_or(0)), t0_(Clock::now()) {}
+  void after(const RunState& st, std::int64_t per_epoch, const EngineStep& s, const json& hyper) {
+    samples_ += s.n;
+    if (every_ <= 0 || st.global_step % every_ != 0) return;
+    const auto now = Clock::now();
+    const double secs = std::chrono::duration<double>(now - t0_).count();
+    json rec = {{"step", st.global_step},
+                {"epoch", static_cast<double>(st.epoch) +
+                              static_cast<double>(st.step_in_epoch + 1) / static_cast<double>(per_epoch)},
+                {"loss", s.loss},
+                {"g", s.g},
+                {"clipped", s.clipped},
+                {"samples_per_second", secs > 0 ? static_cast<double>(samples_) / secs : 0.0}};
+    rec.update(hyper);
+    folder_.append_record("steps.jsonl", rec);
+    t0_ = now;
+    samples_ = 0;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  const RunFolder& folder_;
+  std::int64_t every_, samples_ = 0;
+  Clock::time_point t0_;
+};
+
 struct LoopResult {
   bool interrupted = false;
   EvalResult last_eval{-1, -1};
@@ -155,6 +185,20 @@ LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunDa
                                              : epochs * per_epoch;
   rep.start(planned, st.global_step);
   LoopResult r;
+  if (cfg.train.eval_at_start && st.global_step == 0) {  // the epoch-0 record
+    RunState start = st;
+    start.epoch = -1;
+    {
+      ScopedPhase t(start.acc.times, Phase::kEval);
+      r.last_eval = engine.evaluate(*rd.test);
+    }
+    json rec = epoch_record(start, r.last_eval, json::object());
+    rec["train_loss"] = rec["train_accuracy"] = nullptr;  // nothing trained yet
+    folder.append_record("metrics.jsonl", rec);
+    spdlog::info("before training: test loss {:.4f}, test accuracy {:.2f}%", r.last_eval.loss,
+                 r.last_eval.accuracy);
+  }
+  StepLog steps(folder, cfg.train.log_every);
   bool stopped_early = false;
   for (; st.epoch < epochs; ++st.epoch) {
     const json hyper = engine.begin_epoch(st.epoch);
@@ -183,6 +227,7 @@ LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunDa
       a.clipped += s.clipped ? 1 : 0;
       ++a.steps;
       ++st.global_step;
+      steps.after(st, per_epoch, s, hyper);
       rep.step(st.epoch, epochs, st.global_step, a.loss_sum / static_cast<double>(a.samples), s.n);
     }
     rep.end_epoch();
@@ -197,7 +242,7 @@ LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunDa
       r.last_eval = ev;
     }
     const json rec = epoch_record(st, ev, hyper);
-    folder.append_metrics(rec);
+    folder.append_record("metrics.jsonl", rec);
     log_epoch(rec, epochs);
     if (stopped_early) break;  // train.max_steps inside an epoch: checkpoint the exact position
     st.total_times += st.acc.times;
@@ -281,7 +326,15 @@ int run_experiment(const RunRequest& req) {
   if (req.resume) {
     engine->load(resume_file, folder.checkpoint_path());
     st = restore_run_state(resume_file, folder.checkpoint_path());
-    folder.truncate_metrics(st.epoch);
+    // Keep the records of finished epochs (and the epoch-0 evaluation) and of earlier steps.
+    folder.truncate_records(
+        "metrics.jsonl",
+        [](const json& j, std::int64_t epoch) { return j.value("epoch", std::int64_t{0}) <= epoch; },
+        st.epoch);
+    folder.truncate_records(
+        "steps.jsonl",
+        [](const json& j, std::int64_t step) { return j.value("step", std::int64_t{0}) <= step; },
+        st.global_step);
     spdlog::info("resuming {} at epoch {}, step {} (global step {})", folder.dir(), st.epoch + 1,
                  st.step_in_epoch, st.global_step);
   } else if (!req.init_from.empty()) {

@@ -98,7 +98,8 @@ void RunFolder::claim() {
   }
   if (mode_ == Mode::kResume) return;
   std::error_code ec;  // what an earlier (dry or overwritten) run left
-  for (const char* f : {"metrics.jsonl", "summary.json", "checkpoint.safetensors", "config.json"})
+  for (const char* f :
+       {"metrics.jsonl", "steps.jsonl", "summary.json", "checkpoint.safetensors", "config.json"})
     fs::remove(path(f), ec);
 }
 
@@ -110,20 +111,26 @@ void RunFolder::write_summary(const nlohmann::json& summary) const {
   write_file_atomic(path("summary.json"), summary.dump(2) + "\n");
 }
 
-void RunFolder::append_metrics(const nlohmann::json& record) const {
-  const std::string p = path("metrics.jsonl");
+void RunFolder::append_record(const char* file, const nlohmann::json& record) const {
+  const std::string p = path(file);
   std::ofstream out(p, std::ios::app);
   out << record.dump() << '\n';
   out.flush();
   if (!out) throw Error(p + ": cannot append metrics");
 }
 
-void RunFolder::truncate_metrics(std::int64_t records) const {
-  const std::string p = path("metrics.jsonl");
+void RunFolder::truncate_records(const char* file,
+                                 bool (*keep)(const nlohmann::json&, std::int64_t),
+                                 std::int64_t position) const {
+  const std::string p = path(file);
   std::ifstream in(p);
   if (!in) return;
   std::string line, kept;
-  for (std::int64_t i = 0; i < records && std::getline(in, line); ++i) kept += line + "\n";
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !keep(j, position)) break;
+    kept += line + "\n";
+  }
   in.close();
   write_file_atomic(p, kept);
 }

@@ -304,5 +304,49 @@ TEST(Experiment, RunFolderIsSelfDescribing) {
   EXPECT_EQ(run_experiment(again), 0);
 }
 
+// train.log_every gives step records (steps.jsonl) so short runs have curves; eval_at_start an
+// epoch-0 record; a resumed run rewrites the records after its checkpoint, not before.
+TEST(Experiment, StepRecordsAndStartEvaluation) {
+  const auto d = fresh_dir("steps");
+  RunRequest r = tiny(d.string(), {"train.log_every=2", "train.eval_at_start=true",
+                                   "train.epochs=2"});
+  ASSERT_EQ(run_experiment(r), 0);
+  std::vector<nlohmann::json> steps, epochs;
+  for (auto [file, out] : {std::pair{"steps.jsonl", &steps}, std::pair{"metrics.jsonl", &epochs}}) {
+    std::ifstream in(d / file);
+    for (std::string line; std::getline(in, line);) out->push_back(nlohmann::json::parse(line));
+  }
+  ASSERT_EQ(steps.size(), 8u);  // 2 epochs of 8 steps (256 samples, batch 32), every 2nd
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_EQ(steps[i]["step"], 2 * (i + 1));
+    for (const char* k : {"epoch", "loss", "g", "clipped", "samples_per_second", "lr", "bp_lr"})
+      EXPECT_TRUE(steps[i].contains(k)) << k;
+  }
+  EXPECT_DOUBLE_EQ(steps.back()["epoch"].get<double>(), 2.0);
+  ASSERT_EQ(epochs.size(), 3u);
+  EXPECT_EQ(epochs[0]["epoch"], 0);
+  EXPECT_TRUE(epochs[0]["train_loss"].is_null());
+  EXPECT_FALSE(epochs[0]["test_accuracy"].is_null());
+  EXPECT_EQ(epochs[2]["epoch"], 2);
+
+  // Stopped after 5 steps and resumed: the same step records as the straight run.
+  const auto s = fresh_dir("steps-resumed");
+  RunRequest first = tiny(s.string(), {"train.log_every=2", "train.eval_at_start=true",
+                                       "train.epochs=2", "train.max_steps=5"});
+  ASSERT_EQ(run_experiment(first), 0);
+  RunRequest again;
+  again.cfg = config::load_config((s / "config.json").string(), {"train.max_steps=null"});
+  again.output_dir = s.string();
+  again.resume = true;
+  again.quiet = true;
+  ASSERT_EQ(run_experiment(again), 0);
+  std::ifstream in(s / "steps.jsonl");
+  std::vector<std::int64_t> resumed;
+  for (std::string line; std::getline(in, line);)
+    resumed.push_back(nlohmann::json::parse(line)["step"].get<std::int64_t>());
+  EXPECT_EQ(resumed, (std::vector<std::int64_t>{2, 4, 6, 8, 10, 12, 14, 16}));
+  EXPECT_EQ(count_lines(s / "metrics.jsonl"), 3u);
+}
+
 }  // namespace
 }  // namespace zt::train

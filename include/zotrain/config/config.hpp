@@ -54,6 +54,8 @@ struct TrainConfig {
   std::optional<std::int64_t> threads;     // auto = all cores
   std::optional<std::int64_t> max_steps;   // null = no limit (else: steps in total)
   std::int64_t eval_every = 1;         // evaluate on the test set every N epochs (and at the end)
+  bool eval_at_start = false;          // also evaluate before the first step (epoch 0 record)
+  std::optional<std::int64_t> log_every;  // steps between records of steps.jsonl; null = none
   MemoryPlan memory_plan = MemoryPlan::kLean;  // lean: recompute, release early; whole_batch: keep all
 };
 // A per-epoch schedule. JSON: a plain number (constant for the whole run) or an object whose

@@ -1,5 +1,6 @@
 // A run's output directory and everything written into it: config.json (the resolved config),
-// metrics.jsonl (one record per line, appended), summary.json and checkpoint.safetensors. Each
+// metrics.jsonl (one record per epoch, appended), steps.jsonl (one record every
+// train.log_every steps), summary.json and checkpoint.safetensors. Each
 // file is replaced atomically (write to a temporary, rename), so a crash never leaves half a file.
 //
 // Claiming: a run owns its directory from claim() on. A numbered default directory
@@ -38,9 +39,12 @@ class RunFolder {
 
   void write_config(const config::ExperimentConfig& cfg) const;
   void write_summary(const nlohmann::json& summary) const;
-  void append_metrics(const nlohmann::json& record) const;
-  // Resume: keeps the first `records` lines of metrics.jsonl (the run rewrites what follows).
-  void truncate_metrics(std::int64_t records) const;
+  // Appends one JSON line to `file` (metrics.jsonl, steps.jsonl).
+  void append_record(const char* file, const nlohmann::json& record) const;
+  // Resume: keeps the leading records of `file` for which `keep` holds (the run rewrites what
+  // follows).
+  void truncate_records(const char* file, bool (*keep)(const nlohmann::json&, std::int64_t),
+                        std::int64_t position) const;
 
  private:
   std::string dir_, base_;
