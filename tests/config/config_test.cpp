@@ -48,6 +48,8 @@ void expect_same(const ExperimentConfig& a, const ExperimentConfig& b) {
   EXPECT_EQ(a.train.batch_size, b.train.batch_size);
   EXPECT_EQ(a.train.threads, b.train.threads);
   EXPECT_EQ(a.train.max_steps, b.train.max_steps);
+  EXPECT_EQ(a.train.eval_at_start, b.train.eval_at_start);
+  EXPECT_EQ(a.train.log_every, b.train.log_every);
   EXPECT_EQ(a.train.eval_every, b.train.eval_every);
   EXPECT_EQ(a.train.memory_plan, b.train.memory_plan);
   EXPECT_EQ(a.int8.r_max, b.int8.r_max);
