@@ -17,6 +17,7 @@
 #include "zotrain/core/error.hpp"
 #include "zotrain/kernels/isa.hpp"
 #include "zotrain/train/experiment.hpp"
+#include "zotrain/train/evaluate.hpp"
 #include "zotrain/train/zo_estimator.hpp"
 
 namespace {
@@ -134,6 +135,20 @@ int main(int argc, char** argv) {
       "The kernel path the trainers use is the fastest available one; ZT_ISA=reference|portable|neon|\n"
       "neon-dot forces another (e.g. ZT_ISA=portable zotrain bench --only steps). Timings under qemu\n"
       "mean nothing; scripts/count-insns.sh counts instructions there instead.");
+  zt::train::EvalRequest eval_req;
+  CLI::App* eval = app.add_subcommand(
+      "eval",
+      "Evaluate a checkpoint on the test split of its data set (or another one, via --set\n"
+      "data.root=... / data.dataset=...): prints test loss and accuracy; trains and writes nothing.");
+  eval->add_option("target", eval_req.target,
+                   "Run directory (its checkpoint.safetensors and config.json) or checkpoint file")
+      ->required();
+  eval->add_option("-c,--config", eval_req.config_path,
+                   "Config to build the model from (default: the run's config.json, else the one "
+                   "stored in the checkpoint)");
+  eval->add_option("-s,--set", eval_req.overrides, "Override a config key: KEY=VALUE (repeatable)")
+      ->type_name("KEY=VALUE");
+  eval->add_flag("--json", eval_req.json, "Print one JSON object instead of a line");
   app.set_version_flag("-V,--version", std::string("zotrain ") + ZT_VERSION + " (kernels: " +
                                             zt::kernels::isa_name(zt::kernels::best_isa()) + ")");
   try {
@@ -150,6 +165,7 @@ int main(int argc, char** argv) {
 
   try {
     if (bench->parsed()) return zt::cli::run_bench(bench_opt);
+    if (eval->parsed()) return zt::train::run_eval(eval_req);
     if (!synthetic_dir.empty()) {
       zt::data::write_synthetic_modelnet(synthetic_dir, synth);
       spdlog::info("wrote {} classes x ({} train + {} test) point clouds of {} points to {}",

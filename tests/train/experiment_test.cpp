@@ -11,6 +11,7 @@
 #include "zotrain/core/error.hpp"
 #include "zotrain/data/synthetic_points.hpp"
 #include "zotrain/train/checkpoint.hpp"
+#include "zotrain/train/evaluate.hpp"
 #include "zotrain/train/experiment.hpp"
 
 namespace zt::train {
@@ -346,6 +347,30 @@ TEST(Experiment, StepRecordsAndStartEvaluation) {
     resumed.push_back(nlohmann::json::parse(line)["step"].get<std::int64_t>());
   EXPECT_EQ(resumed, (std::vector<std::int64_t>{2, 4, 6, 8, 10, 12, 14, 16}));
   EXPECT_EQ(count_lines(s / "metrics.jsonl"), 3u);
+}
+
+// zotrain eval: a run's checkpoint gives the run's final test accuracy, from the run directory
+// or from the checkpoint file alone (its stored config); it writes nothing.
+TEST(Experiment, EvalReproducesTheRunsAccuracy) {
+  const auto d = fresh_dir("eval");
+  ASSERT_EQ(run_experiment(tiny(d.string(), {"train.max_steps=4"})), 0);
+  const auto summary = nlohmann::json::parse(std::ifstream(d / "summary.json"));
+  const auto before = fs::last_write_time(d / "checkpoint.safetensors");
+  for (const std::string& target : {d.string(), (d / "checkpoint.safetensors").string()}) {
+    EvalRequest e;
+    e.target = target;
+    e.json = true;
+    testing::internal::CaptureStdout();
+    ASSERT_EQ(run_eval(e), 0);
+    const auto out = nlohmann::json::parse(testing::internal::GetCapturedStdout());
+    EXPECT_EQ(out["test_accuracy"], summary["test_accuracy"]) << target;
+    EXPECT_EQ(out["test_loss"], summary["test_loss"]) << target;
+    EXPECT_EQ(out["samples"], 256);
+  }
+  EXPECT_EQ(fs::last_write_time(d / "checkpoint.safetensors"), before);
+  EvalRequest missing;
+  missing.target = (d / "nothing").string();
+  EXPECT_THROW(run_eval(missing), Error);
 }
 
 }  // namespace

@@ -1,0 +1,24 @@
+// `zotrain eval`: a checkpoint's loss and accuracy on a data set's test split, without training
+// or writing anything. The checkpoint is a run directory (its checkpoint.safetensors and
+// config.json) or a checkpoint file (with the config it carries); --set overrides apply, e.g.
+// data.root or data.test_limit to evaluate on other data.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "zotrain/config/config.hpp"
+
+namespace zt::train {
+
+struct EvalRequest {
+  std::string target;                  // run directory or checkpoint file
+  std::string config_path;             // optional: a config instead of the checkpoint's own
+  std::vector<std::string> overrides;  // --set
+  bool json = false;                   // one JSON object on stdout instead of a line
+};
+
+// Prints the result on stdout; returns 0. Bad input throws zt::Error naming the file or key.
+int run_eval(const EvalRequest& request);
+
+}  // namespace zt::train

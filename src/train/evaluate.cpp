@@ -1,0 +1,58 @@
+#include "zotrain/train/evaluate.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "engine.hpp"
+#include "run_state.hpp"
+#include "zotrain/core/error.hpp"
+#include "zotrain/core/seeds.hpp"
+#include "zotrain/train/checkpoint.hpp"
+
+namespace zt::train {
+
+int run_eval(const EvalRequest& req) {
+  namespace fs = std::filesystem;
+  const bool dir = fs::is_directory(req.target);
+  const std::string ckpt = dir ? req.target + "/checkpoint.safetensors" : req.target;
+  if (!fs::exists(ckpt)) throw Error(ckpt + ": no checkpoint to evaluate");
+  const TensorFile file = read_safetensors(ckpt);
+  config::ExperimentConfig cfg;
+  if (!req.config_path.empty()) {
+    cfg = config::load_config(req.config_path, req.overrides);
+  } else if (dir && fs::exists(req.target + "/config.json")) {
+    cfg = config::load_config(req.target + "/config.json", req.overrides);
+  } else {
+    cfg = config::parse_config(checkpoint_meta(file, "config", ckpt), ckpt, req.overrides);
+  }
+  for (const std::string& w : cfg.warnings) spdlog::warn("{}", w);
+
+  const int batch = static_cast<int>(config::resolve_batch_size(cfg));
+  std::unique_ptr<Engine> engine = cfg.model.precision == config::Precision::kInt8
+                                       ? make_int8_engine(cfg, batch, 1)
+                                       : make_fp32_engine(cfg, batch, 1);
+  check_checkpoint(file, ckpt, cfg, engine->partition());
+  engine->load(file, ckpt);
+  const std::string root = config::resolve_path(cfg, cfg.data.root);
+  RunData rd = load_run_data(cfg, root, batch, engine->input_floats(), seeds::data(cfg.seed));
+  const EvalResult ev = engine->evaluate(*rd.test);
+
+  if (req.json) {
+    const nlohmann::json j = {{"checkpoint", ckpt},
+                              {"dataset", config::name(cfg.data.dataset)},
+                              {"data_root", root},
+                              {"samples", rd.test_count},
+                              {"test_loss", ev.loss},
+                              {"test_accuracy", ev.accuracy}};
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("%s: test accuracy %.2f%%, test loss %.4f on %d %s test samples\n", ckpt.c_str(),
+                ev.accuracy, ev.loss, rd.test_count, std::string(config::name(cfg.data.dataset)).c_str());
+  }
+  return 0;
+}
+
+}  // namespace zt::train
