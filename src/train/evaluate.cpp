@@ -19,7 +19,7 @@ int run_eval(const EvalRequest& req) {
   const bool dir = fs::is_directory(req.target);
   const std::string ckpt = dir ? req.target + "/checkpoint.safetensors" : req.target;
   if (!fs::exists(ckpt)) throw Error(ckpt + ": no checkpoint to evaluate");
-  const TensorFile file = read_safetensors(ckpt);
+  const TensorFile file = read_safetensors(ckpt);  // the weights; no optimizer state needed
   config::ExperimentConfig cfg;
   if (!req.config_path.empty()) {
     cfg = config::load_config(req.config_path, req.overrides);
@@ -29,6 +29,7 @@ int run_eval(const EvalRequest& req) {
     cfg = config::parse_config(checkpoint_meta(file, "config", ckpt), ckpt, req.overrides);
   }
   for (const std::string& w : cfg.warnings) spdlog::warn("{}", w);
+  cfg.optimizer.name = config::OptimizerKind::kSgd;  // evaluation keeps no optimizer state
 
   const int batch = static_cast<int>(config::resolve_batch_size(cfg));
   std::unique_ptr<Engine> engine = cfg.model.precision == config::Precision::kInt8

@@ -286,7 +286,7 @@ int run_experiment(const RunRequest& req) {
   folder.check();
   TensorFile resume_file;
   if (req.resume) {
-    resume_file = read_safetensors(folder.checkpoint_path());
+    resume_file = read_checkpoint(folder.checkpoint_path());
     check_checkpoint(resume_file, folder.checkpoint_path(), cfg, C);
   }
   TensorFile init_file;

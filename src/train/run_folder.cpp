@@ -99,7 +99,8 @@ void RunFolder::claim() {
   if (mode_ == Mode::kResume) return;
   std::error_code ec;  // what an earlier (dry or overwritten) run left
   for (const char* f :
-       {"metrics.jsonl", "steps.jsonl", "summary.json", "checkpoint.safetensors", "config.json"})
+       {"metrics.jsonl", "steps.jsonl", "summary.json", "checkpoint.safetensors",
+        "optimizer.safetensors", "config.json"})
     fs::remove(path(f), ec);
 }
 

@@ -12,6 +12,13 @@ using telemetry::Phase;
 using telemetry::PhaseTimes;
 
 constexpr const char* kCheckpointFormat = "zotrain-checkpoint-1";
+constexpr const char* kOptimizerFile = "optimizer.safetensors";
+
+std::string optimizer_path(const std::string& checkpoint) {
+  const auto slash = checkpoint.rfind('/');
+  return (slash == std::string::npos ? std::string() : checkpoint.substr(0, slash + 1)) +
+         kOptimizerFile;
+}
 
 }  // namespace
 
@@ -88,7 +95,32 @@ void save_checkpoint(const std::string& path, const Engine& engine,
   f.metadata["total_phases"] = phases_json(pr.total_times).dump();
   f.metadata["epoch_acc"] = pr.acc.to_json().dump();
   f.metadata["config"] = config::to_json_text(cfg);
+  TensorFile opt;
+  for (auto it = f.tensors.begin(); it != f.tensors.end();) {
+    if (it->first.starts_with("optimizer.")) {
+      opt.tensors.insert(f.tensors.extract(it++));
+    } else {
+      ++it;
+    }
+  }
+  if (!opt.tensors.empty()) {
+    opt.metadata["global_step"] = f.metadata["global_step"];
+    write_safetensors(optimizer_path(path), opt);
+    f.metadata["optimizer_file"] = kOptimizerFile;
+  }
   write_safetensors(path, f);
+}
+
+TensorFile read_checkpoint(const std::string& path) {
+  TensorFile f = read_safetensors(path);
+  const auto it = f.metadata.find("optimizer_file");
+  if (it == f.metadata.end()) return f;
+  const std::string opt_path = optimizer_path(path);
+  TensorFile opt = read_safetensors(opt_path);
+  if (checkpoint_meta(opt, "global_step", opt_path) != checkpoint_meta(f, "global_step", path))
+    throw Error(opt_path + ": optimizer state of another step than " + path);
+  for (auto& [name, t] : opt.tensors) f.tensors[name] = std::move(t);
+  return f;
 }
 
 void check_checkpoint(const TensorFile& f, const std::string& path,

@@ -36,9 +36,15 @@ struct RunState {
   EpochAcc acc;
 };
 
-// Writes the engine's weights (and optimizer state) with the run state and the config.
+// A checkpoint is two files: `path` (checkpoint.safetensors) holds the weights and buffers under
+// the model's own names (a state dict PyTorch can load) with the run state and the config as
+// metadata; the optimizer state (Adam m, v: tensors named optimizer.*), when there is any, goes
+// to optimizer.safetensors beside it. The optimizer file is written first and the checkpoint,
+// which names it and the step both were written at, last: the checkpoint is the commit point.
 void save_checkpoint(const std::string& path, const Engine& engine,
                      const config::ExperimentConfig& cfg, const RunState& state);
+// Reads a checkpoint with its optimizer file (if it names one) as one TensorFile.
+TensorFile read_checkpoint(const std::string& path);
 // Checks a checkpoint fits this config and partition C (throws zt::Error naming the file).
 void check_checkpoint(const TensorFile& f, const std::string& path,
                       const config::ExperimentConfig& cfg, int partition);

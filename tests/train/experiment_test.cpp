@@ -59,10 +59,17 @@ void check_resume(const std::string& tag, const std::vector<std::string>& method
   again.quiet = true;
   ASSERT_EQ(run_experiment(again), 0);
 
-  const TensorFile fa = read_safetensors((a / "checkpoint.safetensors").string());
-  const TensorFile fb = read_safetensors((b / "checkpoint.safetensors").string());
-  ASSERT_EQ(fa.tensors.size(), fb.tensors.size());
-  for (const auto& [name, t] : fa.tensors) EXPECT_EQ(t.bytes, fb.tensors.at(name).bytes) << name;
+  for (const char* file : {"checkpoint.safetensors", "optimizer.safetensors"}) {
+    ASSERT_EQ(fs::exists(a / file), fs::exists(b / file)) << file;
+    if (!fs::exists(a / file)) continue;
+    const TensorFile fa = read_safetensors((a / file).string());
+    const TensorFile fb = read_safetensors((b / file).string());
+    ASSERT_EQ(fa.tensors.size(), fb.tensors.size());
+    for (const auto& [name, t] : fa.tensors) EXPECT_EQ(t.bytes, fb.tensors.at(name).bytes) << name;
+  }
+  // The weights file is a plain state dict: no optimizer state in it.
+  for (const auto& [name, t] : read_safetensors((a / "checkpoint.safetensors").string()).tensors)
+    EXPECT_FALSE(name.starts_with("optimizer.")) << name;
   EXPECT_EQ(count_lines(a / "metrics.jsonl"), 2u);
   EXPECT_EQ(count_lines(b / "metrics.jsonl"), 2u);
   const auto sa = nlohmann::json::parse(std::ifstream(a / "summary.json"));
