@@ -23,9 +23,10 @@ for arg in "$@"; do
   esac
 done
 
-# dpkg-dev (dpkg-shlibdeps) and file: CPack's .deb Depends (cmake/Packaging.cmake).
+# dpkg-dev (dpkg-shlibdeps) and file: CPack's .deb Depends (cmake/Packaging.cmake); jq: the README's
+# sweep example (tests/cli/readme_commands.sh runs it).
 host_pkgs=(build-essential cmake ninja-build pkg-config libcli11-dev libspdlog-dev libfmt-dev
-           nlohmann-json3-dev libgtest-dev zlib1g-dev libomp-dev libhdf5-dev dpkg-dev file)
+           nlohmann-json3-dev libgtest-dev zlib1g-dev libomp-dev libhdf5-dev dpkg-dev file jq)
 # The target libraries are not here: they go into the sysroots (scripts/make-sysroot.sh).
 cross_pkgs=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user mmdebstrap)
 

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Runs the README's commands, so the README cannot rot. Every ```sh block whose fence says
+# `readme-test` runs whole, and one that says `readme-test-last` runs its last `&&` command
+# (the rest installs and builds), in a scratch directory laid out like the checkout (configs/
+# and data/mnist-subset linked) with the built zotrain first on PATH. A ```sh block that runs
+# zotrain on a shipped config must carry one of these, or `readme-skip` (then the README says
+# why next to it); otherwise the test fails and names the line.
+#   readme_commands.sh README BIN_DIR SOURCE_DIR
+set -euo pipefail
+readme="$1" bin_dir="$2" src="$3"
+work="$(mktemp -d)"
+trap 'rm -rf "${work}"' EXIT
+mkdir -p "${work}/data" "${work}/build/host"
+ln -s "${src}/configs" "${work}/configs"
+ln -s "${src}/data/mnist-subset" "${work}/data/mnist-subset"
+ln -s "${bin_dir}/zotrain" "${work}/build/host/zotrain"
+export PATH="${bin_dir}:${PATH}"
+
+# Splits the README into block files <n>.<mode>.<line>.sh, mode = test | last | skip | none.
+awk -v dir="${work}" '
+  /^```sh/ { n++; mode = "none"
+             if ($0 ~ /readme-test-last/) mode = "last"
+             else if ($0 ~ /readme-test/) mode = "test"
+             else if ($0 ~ /readme-skip/) mode = "skip"
+             file = sprintf("%s/%03d.%s.%d.sh", dir, n, mode, NR); inside = 1; next }
+  /^```/ { inside = 0; next }
+  inside { print > file }' "${readme}"
+
+ran=0 failed=0
+for f in "${work}"/*.sh; do
+  base="$(basename "${f}")"
+  mode="$(cut -d. -f2 <<<"${base}")" line="$(cut -d. -f3 <<<"${base}")"
+  case "${mode}" in
+    none)
+      if grep -q 'configs/' "${f}" && grep -q 'zotrain' "${f}"; then
+        echo "README line ${line}: a block runs zotrain on a shipped config but is not marked" \
+             "readme-test, readme-test-last or readme-skip" >&2
+        failed=$((failed + 1))
+      fi
+      continue ;;
+    skip) continue ;;
+    last) script="$(sed 's/.*&& //' "${f}" | tail -n 1)" ;;
+    test) script="$(cat "${f}")" ;;
+  esac
+  echo "---- README line ${line}:"
+  echo "${script}"
+  if (cd "${work}" && bash -euo pipefail -c "${script}"); then
+    ran=$((ran + 1))
+  else
+    echo "README line ${line}: the block failed" >&2
+    failed=$((failed + 1))
+  fi
+done
+echo "README blocks run: ${ran}, failed or unmarked: ${failed}"
+[[ "${ran}" -gt 0 && "${failed}" -eq 0 ]]
