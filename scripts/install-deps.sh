@@ -2,9 +2,10 @@
 # Installs zotrain's build dependencies from Debian 12 packages (idempotent).
 #   scripts/install-deps.sh            host build: compiler, CMake, CLI11, spdlog/fmt,
 #                                      nlohmann-json, GoogleTest, OpenMP, zlib, HDF5
-#   scripts/install-deps.sh --cross    also the aarch64 and armhf cross compilers, qemu-user and
-#                                      mmdebstrap, and the arm64 and armhf sysroots in
-#                                      /opt/zotrain-cross/<arch> (scripts/make-sysroot.sh)
+#   scripts/install-deps.sh --cross    also what the whole test suite needs: the aarch64 and armhf
+#                                      cross compilers, qemu-user and mmdebstrap, the arm64 and
+#                                      armhf sysroots in /opt/zotrain-cross/<arch>
+#                                      (scripts/make-sysroot.sh), and python3-torch (64-bit hosts)
 # Only host packages go through the host's dpkg: no foreign architecture is added, so the
 # host's `apt-get update` never fetches an arm64 or armhf index.
 # apt-get waits up to 10 minutes for the dpkg lock and retries transient mirror errors
@@ -29,6 +30,11 @@ host_pkgs=(build-essential cmake ninja-build pkg-config libcli11-dev libspdlog-d
            nlohmann-json3-dev libgtest-dev zlib1g-dev libomp-dev libhdf5-dev dpkg-dev file jq)
 # The target libraries are not here: they go into the sysroots (scripts/make-sysroot.sh).
 cross_pkgs=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user mmdebstrap)
+# The checkpoint round trip with PyTorch (tests/python/torch_interop.py; also bench/'s reference).
+# Debian builds it for 64-bit architectures only; where it has no candidate that test skips.
+if [[ "$(dpkg --print-architecture)" == amd64 || "$(dpkg --print-architecture)" == arm64 ]]; then
+  cross_pkgs+=(python3-torch)
+fi
 
 installed() {  # for the host architecture or "all"
   dpkg-query -W -f='${db:Status-Abbrev} ${Architecture}\n' "$1" 2>/dev/null |
