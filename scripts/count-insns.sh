@@ -52,7 +52,10 @@ if [[ "${build}" -eq 1 || ! -x "${bin}" ]]; then
   (cd "${repo}" && cmake --preset aarch64 >/dev/null && nice cmake --build --preset aarch64 -j2 --target zotrain >/dev/null)
 fi
 command -v qemu-aarch64 >/dev/null || { echo "count-insns: qemu-aarch64 missing (apt-get install qemu-user)" >&2; exit 1; }
-qemu=(qemu-aarch64 -cpu "${cpu}" -L /)
+# The target's libraries: the build directory's sysroot (toolchains/debian-sysroot.cmake).
+sysroot="$(sed -n 's/^ZT_SYSROOT:PATH=//p' "${build_dir}/CMakeCache.txt" 2>/dev/null)"
+sysroot="${sysroot:-/opt/zotrain-cross/arm64}"
+qemu=(qemu-aarch64 -cpu "${cpu}" -L "${sysroot}")
 
 # count ISA PRECISION METHOD → guest instructions of the second of two training steps
 count() {
