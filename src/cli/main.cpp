@@ -67,8 +67,11 @@ int main(int argc, char** argv) {
                "zotrain"};
   app.footer("\n" + methods_help() + "\nConfig keys (set in the JSON file or with --set KEY=VALUE):\n" +
              zt::config::keys_help() +
-             "\nOutputs: config.json, metrics.jsonl (one JSON object per epoch), summary.json,\n"
-             "checkpoint.safetensors. Exit codes: 0 ok, 2 bad input, 130 interrupted (checkpoint saved).\n"
+             "\nOutputs: config.json (the resolved config), metrics.jsonl (one JSON object per epoch),\n"
+             "steps.jsonl (train.log_every), summary.json (results and the run's provenance),\n"
+             "checkpoint.safetensors (weights), optimizer.safetensors (Adam state). Logs and progress\n"
+             "go to stderr, results to stdout.\n"
+             "Exit codes: 0 ok, 1 internal error, 2 bad input, 130 interrupted (checkpoint saved).\n"
              "Example: zotrain --config configs/quickstart.json --set method.partition=3 --set optimizer.lr=0.002");
   std::string config_path, output_dir, resume_dir, init_from;
   std::vector<std::string> overrides;
