@@ -119,18 +119,8 @@ run_zotrain() {  # key rep
               --output-dir "${out}" --overwrite --no-progress -q)
   if [[ ${accuracy} -eq 0 && ${zt_steps} -gt 0 ]]; then args+=(--set "train.max_steps=${zt_steps}"); fi
   if ! "${bin}" "${args[@]}" > "${out}.log" 2>&1; then
-    # The tool may refuse an explicit partition for full_bp / full_zo: drop it and retry.
-    if [[ "${name}" != elastic_zo ]] && grep -qi partition "${out}.log"; then
-      local i filtered=()
-      for ((i = 0; i < ${#args[@]}; i++)); do
-        if [[ "${args[i]}" == --set && "${args[i+1]}" == method.partition=* ]]; then ((i++)); continue; fi
-        filtered+=("${args[i]}")
-      done
-      "${bin}" "${filtered[@]}" > "${out}.log" 2>&1 || { cat "${out}.log" >&2; die "zotrain failed (${key})"; }
-    else
-      cat "${out}.log" >&2
-      die "zotrain failed (${key})"
-    fi
+    cat "${out}.log" >&2
+    die "zotrain failed (${key})"
   fi
   "${PY}" - "${out}/summary.json" "${key}" "${rep}" >> "${results}" <<'EOF'
 import json, sys
