@@ -35,6 +35,16 @@ RunRequest tiny(const std::string& out, std::vector<std::string> sets = {}) {
   return r;
 }
 
+// --resume DIR with train.max_steps lifted (the run was stopped by it).
+RunRequest resume_without_limit(const fs::path& dir) {
+  RunRequest r;
+  r.cfg = config::load_config((dir / "config.json").string(), {"train.max_steps=null"});
+  r.output_dir = dir.string();
+  r.resume = true;
+  r.quiet = true;
+  return r;
+}
+
 std::size_t count_lines(const fs::path& p) {
   std::ifstream in(p);
   std::size_t n = 0;
@@ -52,12 +62,7 @@ void check_resume(const std::string& tag, const std::vector<std::string>& method
   auto stop = method;
   stop.push_back("train.max_steps=5");  // stops inside epoch 1 of 2 (8 steps per epoch)
   ASSERT_EQ(run_experiment(tiny(b.string(), stop)), 0);
-  RunRequest again;
-  again.cfg = config::load_config((b / "config.json").string(), {"train.max_steps=null"});
-  again.output_dir = b.string();
-  again.resume = true;
-  again.quiet = true;
-  ASSERT_EQ(run_experiment(again), 0);
+  ASSERT_EQ(run_experiment(resume_without_limit(b)), 0);
 
   for (const char* file : {"checkpoint.safetensors", "optimizer.safetensors"}) {
     ASSERT_EQ(fs::exists(a / file), fs::exists(b / file)) << file;
@@ -342,12 +347,7 @@ TEST(Experiment, StepRecordsAndStartEvaluation) {
   RunRequest first = tiny(s.string(), {"train.log_every=2", "train.eval_at_start=true",
                                        "train.epochs=2", "train.max_steps=5"});
   ASSERT_EQ(run_experiment(first), 0);
-  RunRequest again;
-  again.cfg = config::load_config((s / "config.json").string(), {"train.max_steps=null"});
-  again.output_dir = s.string();
-  again.resume = true;
-  again.quiet = true;
-  ASSERT_EQ(run_experiment(again), 0);
+  ASSERT_EQ(run_experiment(resume_without_limit(s)), 0);
   std::ifstream in(s / "steps.jsonl");
   std::vector<std::int64_t> resumed;
   for (std::string line; std::getline(in, line);)
