@@ -693,22 +693,22 @@ OrderedJson unset_json(const Key& k) {
   return std::string(k.unset);
 }
 
+// A kInt / kNumber key's value: plain, or optional and written as its unset spelling.
+template <class Ref, class OptRef>
+OrderedJson number_json(const Key& k, ExperimentConfig& cfg) {
+  if (auto* r = std::get_if<OptRef>(&k.ref)) {
+    const auto& v = (*r)(cfg);
+    return v ? OrderedJson(*v) : unset_json(k);
+  }
+  return std::get<Ref>(k.ref)(cfg);
+}
+
 OrderedJson value_json(const Key& k, const ExperimentConfig& c) {
   auto& cfg = const_cast<ExperimentConfig&>(c);  // the accessors only read here
   switch (k.type) {
-    case Type::kInt:
-      if (auto* r = std::get_if<OptIntRef>(&k.ref)) {
-        const auto& v = (*r)(cfg);
-        return v ? OrderedJson(*v) : unset_json(k);
-      }
-      return std::get<IntRef>(k.ref)(cfg);
+    case Type::kInt: return number_json<IntRef, OptIntRef>(k, cfg);
     case Type::kSeed: return std::get<SeedRef>(k.ref)(cfg);
-    case Type::kNumber:
-      if (auto* r = std::get_if<OptNumberRef>(&k.ref)) {
-        const auto& v = (*r)(cfg);
-        return v ? OrderedJson(*v) : unset_json(k);
-      }
-      return std::get<NumberRef>(k.ref)(cfg);
+    case Type::kNumber: return number_json<NumberRef, OptNumberRef>(k, cfg);
     case Type::kBool: return std::get<BoolRef>(k.ref)(cfg);
     case Type::kString: return std::get<StringRef>(k.ref)(cfg);
     case Type::kEnum: return std::string(k.choices[std::get<EnumRef>(k.ref).get(cfg)]);
