@@ -1,5 +1,5 @@
 // The zotrain binary: CLI11 parsing, config merge, run, exit codes
-// (0 done, 1 internal failure, 2 bad input, 130 interrupted with a checkpoint saved).
+// (0 done, 1 internal failure, 2 bad input, 130 / 143 interrupted by SIGINT / SIGTERM with a checkpoint saved).
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bench.hpp"
+#include "zotrain/config/catalogue.hpp"
 #include "zotrain/config/config.hpp"
 #include "zotrain/config/methods.hpp"
 #include "zotrain/data/synthetic_points.hpp"
@@ -26,8 +27,10 @@ std::string methods_help() {
   std::string s =
       "Methods (method.name). C = method.partition counts parametric layers: theta_1..theta_C are\n"
       "trained by zeroth-order SPSA (two forward passes, seed-regenerated Gaussian perturbation),\n"
-      "theta_C+1..theta_L by backprop. LeNet-5 has L = 5, PointNet L = 8; named settings: zo-feat-cls1 = L-2,\n"
-      "zo-feat-cls2 = L-1.\n";
+      "theta_C+1..theta_L by backprop (";
+  for (const auto& a : zt::config::architectures())
+    s += std::string(a.id == zt::config::Arch{} ? "" : ", ") + a.name + ": L = " + std::to_string(a.layers);
+  s += "); named settings: zo-feat-cls1 = L-2, zo-feat-cls2 = L-1.\n";
   for (const auto& m : zt::config::methods()) s += std::string("  ") + m.name + "\n      " + m.summary + "\n";
   s += "C = 0 is Full BP and C = L Full ZO whatever method.name says (the run records the method\n"
        "its C makes), so method.partition alone sweeps the knob.\n";
@@ -71,7 +74,7 @@ int main(int argc, char** argv) {
              "steps.jsonl (train.log_every), summary.json (results and the run's provenance),\n"
              "checkpoint.safetensors (weights), optimizer.safetensors (Adam state). Logs and progress\n"
              "go to stderr, results to stdout.\n"
-             "Exit codes: 0 ok, 1 internal error, 2 bad input, 130 interrupted (checkpoint saved).\n"
+             "Exit codes: 0 ok, 1 internal error, 2 bad input, 130 / 143 interrupted by Ctrl-C / SIGTERM (checkpoint saved).\n"
              "Example: zotrain --config configs/quickstart.json --set method.partition=3 --set optimizer.lr=0.002");
   std::string config_path, output_dir, resume_dir, init_from;
   std::vector<std::string> overrides;
@@ -88,7 +91,7 @@ int main(int argc, char** argv) {
                "Build the model and the memory plan, validate the data, write summary.json; no training");
   app.add_option("--resume", resume_dir,
                  "Continue the run in DIR from its checkpoint (uses DIR/config.json; --set still applies)");
-  app.add_option("--init-from", init_from, "Initialise parameters from a checkpoint, then train afresh");
+  app.add_option("--init-from", init_from, "Initialise parameters from a checkpoint (a run directory or a .safetensors file), then train afresh");
   app.add_flag("--overwrite", overwrite, "Allow a fresh run to replace a non-empty output directory");
   app.add_flag("--no-progress", no_progress, "No live progress bar (one line per epoch only)");
   app.add_flag("-q,--quiet", quiet, "Only warnings and errors on stderr");

@@ -120,6 +120,14 @@ const std::vector<Key>& schema() {
        "use only the first N training samples (null = all)", "null"},
       {"data.test_limit", Type::kInt, ZT_FIELD(data.test_limit), at_least(1), {},
        "use only the first N test samples (null = all)", "null"},
+      {"data.subset", Type::kInt, ZT_FIELD(data.subset), at_least(1), {},
+       "images: keep N samples of each split, drawn with data.subset_seed, in file order (after "
+       "the limits; null = all)", "null"},
+      {"data.subset_seed", Type::kSeed, ZT_FIELD(data.subset_seed), {}, {},
+       "seed of data.subset's draw (the same images whatever the run's seed)"},
+      {"data.rotate_degrees", Type::kNumber, ZT_FIELD(data.rotate_degrees), closed(-360, 360), {},
+       "images: rotate both splits counter-clockwise by this angle (bilinear, black outside; "
+       "Rotated MNIST uses 30 or 45)"},
       {"data.points", Type::kInt, ZT_FIELD(data.points), at_least(1), {},
        "modelnet40: points per sample (a seeded random subset in training, the first N in "
        "evaluation)"},
@@ -631,14 +639,25 @@ struct InertRule {
 };
 
 bool images(const ExperimentConfig& c) { return dataset(c.data.dataset).input == InputKind::kImages; }
+bool points(const ExperimentConfig& c) { return !images(c); }
+bool no_subset(const ExperimentConfig& c) { return !c.data.subset.has_value(); }
 bool int8(const ExperimentConfig& c) { return c.model.precision == Precision::kInt8; }
 bool fp32(const ExperimentConfig& c) { return c.model.precision == Precision::kFp32; }
 bool no_zo(const ExperimentConfig& c) { return c.method.name == Method::kFullBp; }
-bool one_part(const ExperimentConfig& c) { return c.method.name != Method::kElasticZo; }
+// full_bp and full_zo fix C at 0 and L: a partition that says so (as a written-out config.json
+// does) is not set in vain.
+bool one_part(const ExperimentConfig& c) {
+  if (c.method.name == Method::kElasticZo) return false;
+  const int fixed = c.method.name == Method::kFullBp ? 0 : architecture(c.model.arch).layers;
+  return c.method.partition != Partition{Partition::Rule::kLayers, fixed};
+}
 
 const InertRule kInertRules[] = {
     {"data.augment", true, images, "augmentation applies to point clouds (data.dataset modelnet40)"},
     {"data.points", true, images, "points per sample apply to point clouds"},
+    {"data.subset", true, points, "the seeded subset applies to image sets"},
+    {"data.rotate_degrees", true, points, "rotation applies to image sets (see data.augment)"},
+    {"data.subset_seed", false, no_subset, "it seeds data.subset, which is null"},
     {"int8.", false, fp32, "int8 settings apply with model.precision int8"},
     {"optimizer.", false, int8,
      "int8 training updates weights by b_zo/b_bp-bit rounding (int8.b_zo, int8.b_bp), not by an "

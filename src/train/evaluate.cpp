@@ -17,8 +17,7 @@ namespace zt::train {
 int run_eval(const EvalRequest& req) {
   namespace fs = std::filesystem;
   const bool dir = fs::is_directory(req.target);
-  const std::string ckpt = dir ? req.target + "/checkpoint.safetensors" : req.target;
-  if (!fs::exists(ckpt)) throw Error(ckpt + ": no checkpoint to evaluate");
+  const std::string ckpt = checkpoint_of(req.target);
   const TensorFile file = read_safetensors(ckpt);  // the weights; no optimizer state needed
   config::ExperimentConfig cfg;
   if (!req.config_path.empty()) {

@@ -35,8 +35,10 @@ using telemetry::ScopedPhase;
 
 namespace {
 
-std::atomic<bool> g_interrupted{false};
-extern "C" void on_sigint(int) { g_interrupted.store(true); }
+// SIGINT (Ctrl-C) and SIGTERM (a job scheduler, GNU parallel, `kill`) both stop the run at the
+// next step with a checkpoint saved; the exit code is 128 + the signal's number.
+std::atomic<int> g_interrupted{0};
+extern "C" void on_stop_signal(int sig) { g_interrupted.store(sig); }
 
 int resolve_threads(std::optional<std::int64_t> requested) {
 #ifdef ZT_OPENMP
@@ -204,7 +206,7 @@ LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunDa
     const json hyper = engine.begin_epoch(st.epoch);
     batcher.start_epoch(static_cast<int>(st.epoch));
     for (; st.step_in_epoch < per_epoch; ++st.step_in_epoch) {
-      if (g_interrupted.load()) {
+      if (g_interrupted.load() != 0) {
         r.interrupted = true;
         break;
       }
@@ -290,7 +292,7 @@ int run_experiment(const RunRequest& req) {
     check_checkpoint(resume_file, folder.checkpoint_path(), cfg, C);
   }
   TensorFile init_file;
-  if (!req.init_from.empty()) init_file = read_safetensors(req.init_from);
+  if (!req.init_from.empty()) init_file = read_safetensors(checkpoint_of(req.init_from));
 
   // The effective config, in one canonical form: the method the partition makes (C = 0 is
   // Full BP, C = L Full ZO), C as a number, every "default" resolved by the engine, and the data
@@ -343,16 +345,18 @@ int run_experiment(const RunRequest& req) {
   }
   folder.write_config(effective);
 
-  g_interrupted.store(false);
-  auto previous_handler = std::signal(SIGINT, on_sigint);
+  g_interrupted.store(0);
+  auto previous_int = std::signal(SIGINT, on_stop_signal);
+  auto previous_term = std::signal(SIGTERM, on_stop_signal);
   LoopResult r = train_loop(effective, *engine, rd, folder, rep, st);
-  std::signal(SIGINT, previous_handler);
+  std::signal(SIGINT, previous_int);
+  std::signal(SIGTERM, previous_term);
 
   save_checkpoint(folder.checkpoint_path(), *engine, effective, st);
   if (r.interrupted) {
     spdlog::warn("interrupted: checkpoint saved to {} (continue with --resume {})",
                  folder.checkpoint_path(), folder.dir());
-    return 130;
+    return 128 + g_interrupted.load();
   }
   if (r.last_eval.accuracy < 0) {  // e.g. resuming a finished run: report the final accuracy
     PhaseTimes eval_times;

@@ -7,6 +7,7 @@
 #include "zotrain/core/error.hpp"
 #include "zotrain/data/batcher.hpp"
 #include "zotrain/data/idx.hpp"
+#include "zotrain/data/image_transforms.hpp"
 #include "zotrain/data/modelnet40.hpp"
 #include "zotrain/data/point_batcher.hpp"
 
@@ -84,6 +85,15 @@ RunData load_run_data(const config::ExperimentConfig& cfg, const std::string& ro
   } else {
     auto ds = std::make_shared<data::ImageDataset>(
         data::load_image_dataset(root, train_limit, test_limit));
+    if (cfg.data.subset) {
+      data::draw_subset(ds->train, static_cast<int>(*cfg.data.subset), cfg.data.subset_seed);
+      // The test draw is independent of the training one (another stream of the same seed).
+      data::draw_subset(ds->test, static_cast<int>(*cfg.data.subset), ~cfg.data.subset_seed);
+    }
+    if (cfg.data.rotate_degrees != 0.0) {
+      data::rotate_images(ds->train, cfg.data.rotate_degrees);
+      data::rotate_images(ds->test, cfg.data.rotate_degrees);
+    }
     check_batch(ds->train.count, batch, "images", root);
     if (static_cast<std::size_t>(ds->train.rows * ds->train.cols) != model_input_floats)
       throw Error(root + ": images are " + std::to_string(ds->train.rows) + "x" +

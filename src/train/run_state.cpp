@@ -1,6 +1,7 @@
 #include "run_state.hpp"
 
 #include <cstdio>
+#include <filesystem>
 
 #include "zotrain/core/error.hpp"
 
@@ -109,6 +110,14 @@ void save_checkpoint(const std::string& path, const Engine& engine,
     f.metadata["optimizer_file"] = kOptimizerFile;
   }
   write_safetensors(path, f);
+}
+
+std::string checkpoint_of(const std::string& dir_or_file) {
+  namespace fs = std::filesystem;
+  const std::string ckpt =
+      fs::is_directory(dir_or_file) ? dir_or_file + "/checkpoint.safetensors" : dir_or_file;
+  if (!fs::exists(ckpt)) throw Error(ckpt + ": no checkpoint there");
+  return ckpt;
 }
 
 TensorFile read_checkpoint(const std::string& path) {

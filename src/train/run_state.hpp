@@ -43,6 +43,9 @@ struct RunState {
 // which names it and the step both were written at, last: the checkpoint is the commit point.
 void save_checkpoint(const std::string& path, const Engine& engine,
                      const config::ExperimentConfig& cfg, const RunState& state);
+// The checkpoint a user names: a run directory (its checkpoint.safetensors) or a file. Throws
+// zt::Error when there is none.
+std::string checkpoint_of(const std::string& dir_or_file);
 // Reads a checkpoint with its optimizer file (if it names one) as one TensorFile.
 TensorFile read_checkpoint(const std::string& path);
 // Checks a checkpoint fits this config and partition C (throws zt::Error naming the file).

@@ -269,7 +269,7 @@ TEST(ConfigTest, RoundTrip) {
 TEST(ConfigTest, DumpAndHelpListEveryKey) {
   const std::string dump = to_json_text(ExperimentConfig{});
   const std::string help = keys_help();
-  ASSERT_EQ(key_names().size(), 37u);
+  ASSERT_EQ(key_names().size(), 40u);
   for (const std::string& k : key_names()) {
     const std::string leaf = k.substr(k.rfind('.') + 1);
     EXPECT_NE(dump.find("\"" + leaf + "\""), std::string::npos) << k;
@@ -548,6 +548,17 @@ TEST(ConfigTest, KeysWithoutEffect) {
   expect_error([] { parse("{}", {"data.augment=rotate"}); },
                {"data.augment has no effect", "point clouds"});
   expect_error([] { parse("{}", {"data.points=64"}); }, {"data.points has no effect"});
+  expect_error(
+      [] { parse("{}", {"data.dataset=modelnet40", "model.arch=pointnet", "data.rotate_degrees=30"}); },
+      {"data.rotate_degrees has no effect", "image sets"});
+  expect_error([] { parse("{}", {"data.dataset=modelnet40", "model.arch=pointnet", "data.subset=64"}); },
+               {"data.subset has no effect"});
+  EXPECT_TRUE(warned(parse("{}", {"data.subset_seed=4"}), "data.subset_seed"));
+  const ExperimentConfig rot = parse("{}", {"data.subset=1024", "data.rotate_degrees=-45"});
+  EXPECT_TRUE(rot.warnings.empty());
+  EXPECT_EQ(rot.data.subset, 1024);
+  EXPECT_EQ(rot.data.rotate_degrees, -45.0);
+  expect_error([] { parse("{}", {"data.rotate_degrees=400"}); }, {"data.rotate_degrees"});
   // Warnings for the rest; a key left at its default never counts.
   EXPECT_TRUE(warned(parse("{}", {"int8.r_max=5"}), "int8.r_max"));
   EXPECT_TRUE(warned(parse("{}", {"method.name=full_bp", "zo.eps=0.01"}), "zo.eps"));

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "zotrain/config/catalogue.hpp"
 #include "zotrain/nn/architectures.hpp"
 #include "zotrain/nn/activation.hpp"
 #include "zotrain/nn/batchnorm.hpp"
@@ -149,6 +150,12 @@ TEST(PointNet, MakeModelByName) {
   EXPECT_EQ(make_model("lenet5", Isa::kReference)->num_params(), 107786u);
   test::expect_error([] { make_model("pointnet", Isa::kReference, 0); }, {"model.points"});
   test::expect_error([] { make_model("resnet", Isa::kReference); }, {"resnet", "pointnet"});
+}
+
+// The catalogue's L (which the config checks method.partition against) is the model's.
+TEST(PointNet, CatalogueKnowsEachModelsLayers) {
+  for (const config::ArchInfo& a : config::architectures())
+    EXPECT_EQ(make_model(a.name, Isa::kReference)->num_parametric(), a.layers) << a.name;
 }
 
 TEST(PointNet, InitIsDeterministicAndPyTorchDefault) {

@@ -30,6 +30,7 @@ struct ArchInfo {
   Arch id;              // its position in architectures()
   const char* name;     // model.arch
   InputKind input;
+  int layers;           // L, its parametric layers (the range of method.partition)
   int fp32_batch;       // train.batch_size 0 = these (the paper's batches)
   int int8_batch;
   const char* summary;  // for --help

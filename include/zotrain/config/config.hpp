@@ -20,6 +20,9 @@ struct DataConfig {
   std::string root = "data/mnist-subset";  // as written; use resolve_path() (config dir, then cwd)
   std::optional<std::int64_t> train_limit;  // null = all
   std::optional<std::int64_t> test_limit;   // null = all
+  std::optional<std::int64_t> subset;       // images: a seeded draw of N from each split; null = all
+  std::uint64_t subset_seed = 1;
+  double rotate_degrees = 0.0;              // images: rotate both splits (bilinear)
   std::int64_t points = 1024;          // modelnet40: points per sample
   Augment augment = Augment::kRotateJitter;  // modelnet40 training
 };
