@@ -25,9 +25,11 @@ for arg in "$@"; do
 done
 
 # dpkg-dev (dpkg-shlibdeps) and file: CPack's .deb Depends (cmake/Packaging.cmake); jq: the README's
-# sweep example (tests/cli/readme_commands.sh runs it).
+# sweep example (tests/cli/readme_commands.sh runs it); parallel: scripts/sweep;
+# python3-matplotlib: the figures of scripts/reproduce/.
 host_pkgs=(build-essential cmake ninja-build pkg-config libcli11-dev libspdlog-dev libfmt-dev
-           nlohmann-json3-dev libgtest-dev zlib1g-dev libomp-dev libhdf5-dev dpkg-dev file jq)
+           nlohmann-json3-dev libgtest-dev zlib1g-dev libomp-dev libhdf5-dev dpkg-dev file jq
+           parallel python3-matplotlib)
 # The target libraries are not here: they go into the sysroots (scripts/make-sysroot.sh).
 cross_pkgs=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user mmdebstrap)
 # The checkpoint round trip with PyTorch (tests/python/torch_interop.py; also bench/'s reference).
