@@ -5,7 +5,6 @@ its Tables 1-2 and Sections 5.3-5.4; docs/paper-reproduction.md says how each ar
 Standard library only, except figures (matplotlib from Debian, imported where used).
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -247,6 +246,11 @@ def pyplot():
     return plt
 
 
-def load_json(path):
-    with open(path) as f:
-        return json.load(f)
+def number_ticks(only=None):
+    """Plain numbers on a log axis (optionally only those whose first digit is in `only`)."""
+    from matplotlib.ticker import FuncFormatter
+
+    def f(v, _):
+        text = f"{v:g}"
+        return text if only is None or text.lstrip("0.")[:1] in only else ""
+    return FuncFormatter(f)

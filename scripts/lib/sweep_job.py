@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """One job of a sweep (scripts/sweep), run by GNU parallel on this machine or on a board.
 
     sweep_job.py --jobs-per-host N [--zotrain PATH] JOBFILE

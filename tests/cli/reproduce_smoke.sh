@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The scripts of scripts/reproduce/ in their smoke mode (--epochs 1, two steps per run, the
+# bundled MNIST subset): each finishes, writes its Markdown table (paper value, ours, difference)
+# and its PNG figures, and reuses runs another script made. fig4-6's accounting must match the
+# paper's published bytes exactly.
+# Usage: reproduce_smoke.sh ZOTRAIN REPO OUTDIR   (exit 77 = skipped: no GNU parallel or matplotlib)
+set -euo pipefail
+zotrain="$1" repo="$2" out="$3/reproduce"
+command -v parallel >/dev/null || { echo "no GNU parallel: skipped"; exit 77; }
+/usr/bin/python3 -c "import matplotlib" 2>/dev/null || { echo "no python3-matplotlib: skipped"; exit 77; }
+rm -rf "${out}"
+mkdir -p "${out}"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+common=(--zotrain "${zotrain}" --out "${out}" --datasets mnist
+        --mnist-root "${repo}/data/mnist-subset" --jobs 2)
+r="${repo}/scripts/reproduce"
+
+"${r}/table1" "${common[@]}" --epochs 1 --set train.max_steps=2 --points 64 > "${out}.t1" 2>&1 ||
+  fail "table1: $(tail -5 "${out}.t1")"
+t1="${out}/report/table1.md"
+grep -q '^| Full ZO | [0-9.]* (89.80, [-+][0-9.]*) |' "${t1}" || fail "table1.md: $(cat "${t1}")"
+grep -q '^| Full BP | .* | – |' "${t1}" || fail "table1.md: INT8* Full BP should be –"
+grep -q 'Synthetic points' "${t1}" || fail "table1.md has no PointNet column"
+[[ "$(wc -l < "${out}/report/table1.csv")" -eq 16 ]] || fail "table1.csv: 15 runs expected"
+
+# fig2-3 and fig7 use Table 1's runs: nothing new to run.
+for s in fig2-3 fig7; do
+  "${r}/${s}" "${common[@]}" --epochs 1 --set train.max_steps=2 > "${out}.${s}" 2>&1 ||
+    fail "${s}: $(tail -5 "${out}.${s}")"
+  grep -q "0 to run" "${out}.${s}" || fail "${s} reran Table 1's runs: $(grep sweep: "${out}.${s}")"
+done
+grep -q '^| FP32 | MNIST | ZO-Feat-Cls1 | 1 |' "${out}/report/fig2-3.md" || fail "fig2-3.md"
+grep -q '^| INT8 | ZO-Feat-Cls2 |' "${out}/report/fig7.md" || fail "fig7.md"
+grep -q 'int8 speed-up over FP32' "${out}/report/fig7.md" || fail "fig7.md: no speed-up line"
+
+"${r}/table2" "${common[@]}" --epochs 1 > "${out}.t2" 2>&1 || fail "table2: $(tail -5 "${out}.t2")"
+t2="${out}/report/table2.md"
+grep -q '^| w/o fine-tuning | [0-9.]* (74.41, ' "${t2}" || fail "table2.md: $(cat "${t2}")"
+grep -q '^| ZO-Feat-Cls1 | ' "${t2}" || fail "table2.md has no ZO-Feat-Cls1 row"
+
+"${r}/fig4-6" "${common[@]}" --steps 2 > "${out}.f4" 2>&1 || fail "fig4-6: $(tail -5 "${out}.f4")"
+f4="${out}/report/fig4-6.md"
+[[ "$(grep -c '^| lenet5 \|^| pointnet ' "${f4}")" -eq 20 ]] || fail "fig4-6.md: 20 rows expected"
+if grep '^| lenet5 \|^| pointnet ' "${f4}" | awk -F' \\| ' '$6 != "+0" && $6 != "–"' | grep -q .; then
+  fail "the paper's accounting differs from the published bytes: $(cat "${f4}")"
+fi
+
+for png in fig2 fig3 fig4 fig5 fig6 fig7; do
+  f="${out}/report/${png}.png"
+  [[ -s "${f}" && "$(head -c 8 "${f}" | od -An -tx1 | tr -d ' \n')" == 89504e470d0a1a0a ]] ||
+    fail "${png}.png missing or not a PNG"
+done
+echo "reproduce: every script's smoke pass wrote its table and figures"
