@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the README's commands, so the README cannot rot. Every ```sh block whose fence says
 # `readme-test` runs whole, and one that says `readme-test-last` runs its last `&&` command
-# (the rest installs and builds), in a scratch directory laid out like the checkout (configs/
-# and data/mnist-subset linked) with the built zotrain first on PATH. A ```sh block that runs
+# (the rest installs and builds), in a scratch directory laid out like the checkout (configs/,
+# scripts/ and data/mnist-subset linked) with the built zotrain first on PATH. A ```sh block that runs
 # zotrain on a shipped config must carry one of these, or `readme-skip` (then the README says
 # why next to it); otherwise the test fails and names the line.
 #   readme_commands.sh README BIN_DIR SOURCE_DIR
@@ -12,6 +12,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "${work}"' EXIT
 mkdir -p "${work}/data" "${work}/build/host"
 ln -s "${src}/configs" "${work}/configs"
+ln -s "${src}/scripts" "${work}/scripts"
 ln -s "${src}/data/mnist-subset" "${work}/data/mnist-subset"
 ln -s "${bin_dir}/zotrain" "${work}/build/host/zotrain"
 export PATH="${bin_dir}:${PATH}"

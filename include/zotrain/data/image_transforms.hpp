@@ -1,5 +1,5 @@
 // Transforms of a loaded image set, for the fine-tuning data sets (Rotated MNIST /
-// Fashion-MNIST, docs/design.md §12): a seeded subset and a rotation. Both give the same bytes
+// Fashion-MNIST, docs/design.md §9): a seeded subset and a rotation. Both give the same bytes
 // on x86-64, aarch64 and armv7 (src/data/exact_math.hpp; no libm, no FMA contraction).
 #pragma once
 
