@@ -198,7 +198,8 @@ def run_record(out, name):
     return rec
 
 
-RESULT_KEYS = ["test_accuracy", "test_loss", "train_loss", "best_test_accuracy", "epochs",
+RESULT_KEYS = ["val_accuracy", "best_val_accuracy", "val_loss", "test_accuracy", "test_loss",
+               "train_loss", "best_test_accuracy", "epochs",
                "steps", "train_seconds", "step_seconds_mean", "method", "partition",
                "weights_digest", "memory.paper.total", "memory.planned_bytes",
                "memory.peak_rss_bytes"]
@@ -227,8 +228,9 @@ def collect(out, names=None):
         s = flatten(r["summary"]) if r["summary"] else {}
         m = r["metrics"]
         s["train_loss"] = m[-1].get("train_loss") if m else None
-        accs = [x["test_accuracy"] for x in m if x.get("test_accuracy") is not None]
-        s["best_test_accuracy"] = max(accs) if accs else None
+        for split in ("test", "val"):
+            accs = [x[f"{split}_accuracy"] for x in m if x.get(f"{split}_accuracy") is not None]
+            s[f"best_{split}_accuracy"] = max(accs) if accs else None
         for k in RESULT_KEYS:
             row[k] = s.get(k)
         rows.append(row)
@@ -273,6 +275,8 @@ def markdown_table(header, rows):
 def write_markdown(path, rows, varying):
     keys = ["run", "status"] + [k for k in columns_of(rows)
                                 if k not in RESULT_KEYS and k not in ("run", "status")]
+    if any(r.get("val_accuracy") is not None for r in rows):  # data.validation: choose on these
+        keys += ["val_accuracy", "best_val_accuracy", "val_loss"]
     keys += ["test_accuracy", "best_test_accuracy", "test_loss", "train_loss", "epochs",
              "train_seconds"]
     text = markdown_table(keys, [[fmt(r.get(k)) for k in keys] for r in rows])

@@ -128,6 +128,10 @@ const std::vector<Key>& schema() {
       {"data.rotate_degrees", Type::kNumber, ZT_FIELD(data.rotate_degrees), closed(-360, 360), {},
        "images: rotate both splits counter-clockwise by this angle (bilinear, black outside; "
        "Rotated MNIST uses 30 or 45)"},
+      {"data.validation", Type::kInt, ZT_FIELD(data.validation), at_least(1), {},
+       "hold out the last N training samples (after the limit and subset) as a validation split: "
+       "evaluated beside the test set (val_loss, val_accuracy); choose hyperparameters on it, "
+       "not on the test set (null = none)", "null"},
       {"data.points", Type::kInt, ZT_FIELD(data.points), at_least(1), {},
        "modelnet40: points per sample (a seeded random subset in training, the first N in "
        "evaluation)"},

@@ -37,7 +37,8 @@ class BatchSource {
 struct RunData {
   std::shared_ptr<const void> storage;  // keeps the loaded data set alive
   std::unique_ptr<BatchSource> train, test;
-  int train_count = 0, test_count = 0;
+  std::unique_ptr<BatchSource> val;     // data.validation: the held-out tail of the training set
+  int train_count = 0, test_count = 0, val_count = 0;
   std::size_t bytes = 0;                // the data set in memory
 };
 RunData load_run_data(const config::ExperimentConfig& cfg, const std::string& root, int batch,

@@ -107,20 +107,37 @@ json provenance(const RunRequest& req, int threads, const std::string& started) 
           {"kernel_path", kernels::isa_name(kernels::best_isa())}};
 }
 
+// An evaluation on the test set and, with data.validation, the validation split; −1 = none.
+struct Evals {
+  EvalResult test{-1, -1}, val{-1, -1};
+};
+Evals evaluate_all(Engine& engine, RunData& rd) {
+  Evals e;
+  e.test = engine.evaluate(*rd.test);
+  if (rd.val) e.val = engine.evaluate(*rd.val);
+  return e;
+}
+json or_null(double x) { return x >= 0 ? json(x) : json(nullptr); }
+
 // The epoch record of metrics.jsonl (and its log line).
-json epoch_record(const RunState& st, const EvalResult& ev, const json& hyper) {
+json epoch_record(const RunState& st, const Evals& evals, const json& hyper) {
+  const EvalResult& ev = evals.test;
   const EpochAcc& a = st.acc;
   auto ratio = [](double x, std::int64_t n) { return n ? x / static_cast<double>(n) : 0.0; };
   json rec = {{"epoch", st.epoch + 1},
               {"steps", a.steps},
               {"train_loss", ratio(a.loss_sum, a.samples)},
               {"train_accuracy", 100.0 * ratio(static_cast<double>(a.correct), a.samples)},
-              {"test_loss", ev.loss >= 0 ? json(ev.loss) : json(nullptr)},
-              {"test_accuracy", ev.accuracy >= 0 ? json(ev.accuracy) : json(nullptr)},
+              {"test_loss", or_null(ev.loss)},
+              {"test_accuracy", or_null(ev.accuracy)},
               {"g_abs_mean", ratio(a.g_abs_sum, a.steps)},
               {"clip_fraction", ratio(static_cast<double>(a.clipped), a.steps)},
               {"epoch_seconds", a.times.total()},
               {"phases", phases_json(a.times)}};
+  if (evals.val.accuracy >= 0) {
+    rec["val_loss"] = evals.val.loss;
+    rec["val_accuracy"] = evals.val.accuracy;
+  }
   rec.update(hyper);
   if (a.sign_steps > 0)
     rec["sign_agreement"] = ratio(static_cast<double>(a.sign_agree), a.sign_steps);
@@ -134,9 +151,14 @@ void log_epoch(const json& rec, std::int64_t epochs) {
           : std::string();
   const auto epoch = rec["epoch"].get<std::int64_t>();
   const double loss = rec["train_loss"].get<double>(), secs = rec["epoch_seconds"].get<double>();
+  const std::string val =
+      rec.contains("val_accuracy")
+          ? fmt::format(", val loss {:.4f}, val accuracy {:.2f}%", rec["val_loss"].get<double>(),
+                        rec["val_accuracy"].get<double>())
+          : std::string();
   if (!rec["test_accuracy"].is_null())
-    spdlog::info("epoch {}/{}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}%{}, {:.2f}s",
-                 epoch, epochs, loss, rec["test_loss"].get<double>(),
+    spdlog::info("epoch {}/{}: train loss {:.4f}{}, test loss {:.4f}, test accuracy {:.2f}%{}, {:.2f}s",
+                 epoch, epochs, loss, val, rec["test_loss"].get<double>(),
                  rec["test_accuracy"].get<double>(), agree, secs);
   else
     spdlog::info("epoch {}/{}: train loss {:.4f}{}, {:.2f}s", epoch, epochs, loss, agree, secs);
@@ -174,7 +196,7 @@ class StepLog {
 
 struct LoopResult {
   bool interrupted = false;
-  EvalResult last_eval{-1, -1};
+  Evals last_eval;
 };
 
 // The training loop: epochs of steps from `st` on, with evaluation, metrics and checkpoints.
@@ -192,13 +214,13 @@ LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunDa
     start.epoch = -1;
     {
       ScopedPhase t(start.acc.times, Phase::kEval);
-      r.last_eval = engine.evaluate(*rd.test);
+      r.last_eval = evaluate_all(engine, rd);
     }
     json rec = epoch_record(start, r.last_eval, json::object());
     rec["train_loss"] = rec["train_accuracy"] = nullptr;  // nothing trained yet
     folder.append_record("metrics.jsonl", rec);
-    spdlog::info("before training: test loss {:.4f}, test accuracy {:.2f}%", r.last_eval.loss,
-                 r.last_eval.accuracy);
+    spdlog::info("before training: test loss {:.4f}, test accuracy {:.2f}%",
+                 r.last_eval.test.loss, r.last_eval.test.accuracy);
   }
   StepLog steps(folder, cfg.train.log_every);
   bool stopped_early = false;
@@ -237,10 +259,10 @@ LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunDa
 
     // End of the epoch (or a max_steps stop inside it): evaluate and report.
     const bool last = st.epoch + 1 == epochs || stopped_early;
-    EvalResult ev{-1, -1};
+    Evals ev;
     if (last || (cfg.train.eval_every > 0 && (st.epoch + 1) % cfg.train.eval_every == 0)) {
       ScopedPhase t(st.acc.times, Phase::kEval);
-      ev = engine.evaluate(*rd.test);
+      ev = evaluate_all(engine, rd);
       r.last_eval = ev;
     }
     const json rec = epoch_record(st, ev, hyper);
@@ -306,9 +328,10 @@ int run_experiment(const RunRequest& req) {
   const auto paper = engine->paper_memory();
   const std::size_t planned = engine->planned_bytes();
   json plan = plan_json(effective, *engine, batch, threads, rd.bytes);
-  spdlog::info("{}: {} {} on {} ({} train / {} test samples), C = {} of {} ({} ZO + {} BP params)",
+  spdlog::info("{}: {} {} on {} ({} train{} / {} test samples), C = {} of {} ({} ZO + {} BP params)",
                cfg.name, config::name(effective.method.name), config::name(cfg.model.arch),
-               config::name(cfg.data.dataset), rd.train_count, rd.test_count, C,
+               config::name(cfg.data.dataset), rd.train_count,
+               rd.val ? fmt::format(" / {} validation", rd.val_count) : std::string(), rd.test_count, C,
                engine->num_parametric(), engine->params_zo(), engine->params_bp());
   Reporter rep(req.progress, req.quiet);
 
@@ -358,10 +381,10 @@ int run_experiment(const RunRequest& req) {
                  folder.checkpoint_path(), folder.dir());
     return 128 + g_interrupted.load();
   }
-  if (r.last_eval.accuracy < 0) {  // e.g. resuming a finished run: report the final accuracy
+  if (r.last_eval.test.accuracy < 0) {  // e.g. resuming a finished run: the final accuracy
     PhaseTimes eval_times;
     ScopedPhase t(eval_times, Phase::kEval);
-    r.last_eval = engine->evaluate(*rd.test);
+    r.last_eval = evaluate_all(*engine, rd);
   }
 
   const std::uint64_t rss = telemetry::peak_rss_bytes();
@@ -375,9 +398,12 @@ int run_experiment(const RunRequest& req) {
            ? static_cast<double>(st.step_in_epoch) / rd.train->batches_per_epoch()
            : 0.0);
   json summary = plan;
-  const EvalResult& ev = r.last_eval;
-  summary["test_accuracy"] = ev.accuracy >= 0 ? json(ev.accuracy) : json(nullptr);
-  summary["test_loss"] = ev.loss >= 0 ? json(ev.loss) : json(nullptr);
+  summary["test_accuracy"] = or_null(r.last_eval.test.accuracy);
+  summary["test_loss"] = or_null(r.last_eval.test.loss);
+  if (rd.val) {
+    summary["val_accuracy"] = or_null(r.last_eval.val.accuracy);
+    summary["val_loss"] = or_null(r.last_eval.val.loss);
+  }
   summary["train_seconds"] = train_seconds;
   summary["epochs"] = epochs_done;
   summary["steps"] = st.global_step;
@@ -399,9 +425,11 @@ int run_experiment(const RunRequest& req) {
   folder.write_summary(summary);
 
   if (req.quiet) return 0;
-  std::printf("\n%s: test accuracy %.2f%% after %.2f epochs (%lld steps), %.2f s\n",
-              cfg.name.c_str(), ev.accuracy, epochs_done, static_cast<long long>(st.global_step),
-              train_seconds);
+  const std::string val = rd.val ? fmt::format(" (validation {:.2f}%)", r.last_eval.val.accuracy)
+                                 : std::string();
+  std::printf("\n%s: test accuracy %.2f%%%s after %.2f epochs (%lld steps), %.2f s\n",
+              cfg.name.c_str(), r.last_eval.test.accuracy, val.c_str(), epochs_done,
+              static_cast<long long>(st.global_step), train_seconds);
   rep.tables(all, epochs_done, paper, planned, rss);
   std::printf("\n  outputs in %s/\n", folder.dir().c_str());
   return 0;

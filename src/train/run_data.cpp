@@ -1,6 +1,8 @@
 // Loading a run's data set and wrapping it as batch sources (images or point clouds).
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine.hpp"
 #include "zotrain/config/catalogue.hpp"
@@ -48,6 +50,36 @@ class PointSource final : public BatchSource {
   data::PointBatcher b_;
 };
 
+// data.validation: moves the last n samples of `s` into a set of their own (images or point
+// clouds: `data` is the member holding the samples' values, `per_sample` of them each).
+template <class Set, class T>
+Set split_off_tail(Set& s, std::vector<T> Set::*data, std::size_t per_sample, std::int64_t n,
+                   const std::string& what) {
+  if (n >= s.count)
+    throw Error("data.validation: " + std::to_string(n) + " would leave no training " + what +
+                " of the " + std::to_string(s.count) + " there are");
+  const int keep = s.count - static_cast<int>(n);
+  std::vector<T> values = std::move(s.*data);
+  std::vector<std::uint8_t> labels = std::move(s.labels);
+  Set tail = s;  // the shape fields; the vectors are empty now
+  const auto cut = static_cast<std::ptrdiff_t>(static_cast<std::size_t>(keep) * per_sample);
+  tail.*data = std::vector<T>(values.begin() + cut, values.end());
+  tail.labels = std::vector<std::uint8_t>(labels.begin() + keep, labels.end());
+  tail.count = static_cast<int>(n);
+  values.resize(static_cast<std::size_t>(cut));
+  labels.resize(static_cast<std::size_t>(keep));
+  s.*data = std::move(values);
+  s.labels = std::move(labels);
+  s.count = keep;
+  return tail;
+}
+
+template <class Dataset, class Set>
+struct WithValidation {
+  Dataset ds;
+  Set val;
+};
+
 void check_batch(int count, int batch, const std::string& what, const std::string& root) {
   if (count < batch)
     throw Error("train.batch_size: " + std::to_string(batch) + " exceeds the " +
@@ -64,8 +96,13 @@ RunData load_run_data(const config::ExperimentConfig& cfg, const std::string& ro
   const int test_limit = static_cast<int>(cfg.data.test_limit.value_or(0));
   const config::DatasetInfo& info = config::dataset(cfg.data.dataset);
   if (info.input == config::InputKind::kPoints) {
-    auto ds = std::make_shared<data::PointCloudDataset>(
-        data::load_modelnet40(root, train_limit, test_limit));
+    auto store = std::make_shared<WithValidation<data::PointCloudDataset, data::PointCloudSet>>();
+    data::PointCloudDataset* ds = &store->ds;
+    *ds = data::load_modelnet40(root, train_limit, test_limit);
+    if (cfg.data.validation)
+      store->val = split_off_tail(ds->train, &data::PointCloudSet::points,
+                                  static_cast<std::size_t>(ds->train.stored_points) * 3,
+                                  *cfg.data.validation, "point clouds");
     check_batch(ds->train.count, batch, "point clouds", root);
     const int points = static_cast<int>(cfg.data.points);
     if (points > ds->train.stored_points)
@@ -78,13 +115,17 @@ RunData load_run_data(const config::ExperimentConfig& cfg, const std::string& ro
     aug.jitter_sigma = a == Augment::kJitter || a == Augment::kRotateJitter ? 0.01f : 0.0f;
     r.train = std::make_unique<PointSource>(ds->train, batch, points, true, seed, aug);
     r.test = std::make_unique<PointSource>(ds->test, batch, points, false, 0, data::Augment{});
+    if (cfg.data.validation)
+      r.val = std::make_unique<PointSource>(store->val, batch, points, false, 0, data::Augment{});
     r.train_count = ds->train.count;
     r.test_count = ds->test.count;
-    r.bytes = ds->bytes();
-    r.storage = ds;
+    r.val_count = store->val.count;
+    r.bytes = ds->bytes() + store->val.bytes();
+    r.storage = store;
   } else {
-    auto ds = std::make_shared<data::ImageDataset>(
-        data::load_image_dataset(root, train_limit, test_limit));
+    auto store = std::make_shared<WithValidation<data::ImageDataset, data::ImageSet>>();
+    data::ImageDataset* ds = &store->ds;
+    *ds = data::load_image_dataset(root, train_limit, test_limit);
     if (cfg.data.subset) {
       data::draw_subset(ds->train, static_cast<int>(*cfg.data.subset), cfg.data.subset_seed);
       // The test draw is independent of the training one (another stream of the same seed).
@@ -94,6 +135,10 @@ RunData load_run_data(const config::ExperimentConfig& cfg, const std::string& ro
       data::rotate_images(ds->train, cfg.data.rotate_degrees);
       data::rotate_images(ds->test, cfg.data.rotate_degrees);
     }
+    if (cfg.data.validation)
+      store->val = split_off_tail(ds->train, &data::ImageSet::pixels,
+                                  static_cast<std::size_t>(ds->train.rows * ds->train.cols),
+                                  *cfg.data.validation, "images");
     check_batch(ds->train.count, batch, "images", root);
     if (static_cast<std::size_t>(ds->train.rows * ds->train.cols) != model_input_floats)
       throw Error(root + ": images are " + std::to_string(ds->train.rows) + "x" +
@@ -102,11 +147,15 @@ RunData load_run_data(const config::ExperimentConfig& cfg, const std::string& ro
     const data::Normalisation norm{info.mean, info.std};
     r.train = std::make_unique<ImageSource>(ds->train, batch, true, seed, norm);
     r.test = std::make_unique<ImageSource>(ds->test, batch, false, 0, norm);
+    if (cfg.data.validation)
+      r.val = std::make_unique<ImageSource>(store->val, batch, false, 0, norm);
     r.train_count = ds->train.count;
     r.test_count = ds->test.count;
-    r.bytes = ds->train.pixels.size() + ds->train.labels.size() + ds->test.pixels.size() +
-              ds->test.labels.size();
-    r.storage = ds;
+    r.val_count = store->val.count;
+    r.bytes = 0;
+    for (const data::ImageSet* s : {&ds->train, &ds->test, &store->val})
+      r.bytes += s->pixels.size() + s->labels.size();
+    r.storage = store;
   }
   return r;
 }

@@ -219,6 +219,35 @@ TEST(Experiment, ArchitectureMustFitTheDataSet) {
   EXPECT_FALSE(fs::exists(d));
 }
 
+// data.validation holds out the tail of the training set: training on the rest is training on
+// the first N − V samples, bit for bit, and both splits are evaluated every epoch.
+TEST(Experiment, ValidationSplitIsTheHeldOutTail) {
+  const auto a = fresh_dir("val-held-out"), b = fresh_dir("val-shorter-train");
+  ASSERT_EQ(run_experiment(tiny(a.string(), {"data.validation=64", "train.epochs=2"})), 0);
+  ASSERT_EQ(run_experiment(tiny(b.string(), {"data.train_limit=192", "train.epochs=2"})), 0);
+  const auto sa = nlohmann::json::parse(std::ifstream(a / "summary.json"));
+  const auto sb = nlohmann::json::parse(std::ifstream(b / "summary.json"));
+  EXPECT_EQ(sa["weights_digest"], sb["weights_digest"]);
+  EXPECT_EQ(sa["steps"], 12);  // 192 / 32 per epoch
+  EXPECT_EQ(sa["test_accuracy"], sb["test_accuracy"]);
+  ASSERT_TRUE(sa.contains("val_accuracy"));
+  EXPECT_GE(sa["val_accuracy"].get<double>(), 0.0);
+  EXPECT_FALSE(sb.contains("val_accuracy"));
+  std::ifstream metrics(a / "metrics.jsonl");
+  int records = 0;
+  for (std::string line; std::getline(metrics, line); ++records)
+    EXPECT_TRUE(nlohmann::json::parse(line).contains("val_loss")) << line;
+  EXPECT_EQ(records, 2);
+  const auto c = fresh_dir("val-too-big");
+  try {
+    run_experiment(tiny(c.string(), {"data.validation=256"}));
+    ADD_FAILURE() << "a validation split of the whole training set was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("data.validation"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(c));
+}
+
 TEST(Experiment, BadDataLeavesNoOutputDirectory) {
   const auto d = fresh_dir("bad-data");
   RunRequest r = tiny(d.string(), {"data.root=/nonexistent/mnist"});

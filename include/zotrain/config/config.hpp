@@ -23,6 +23,7 @@ struct DataConfig {
   std::optional<std::int64_t> subset;       // images: a seeded draw of N from each split; null = all
   std::uint64_t subset_seed = 1;
   double rotate_degrees = 0.0;              // images: rotate both splits (bilinear)
+  std::optional<std::int64_t> validation;   // hold out the last N training samples; null = none
   std::int64_t points = 1024;          // modelnet40: points per sample
   Augment augment = Augment::kRotateJitter;  // modelnet40 training
 };
