@@ -38,7 +38,8 @@ std::string methods_help() {
        "(NITI): full_bp = integer backprop with b_bp-bit updates, full_zo = sparse uniform int8\n"
        "perturbation (int8.r_max, int8.p_zero) with a sign gradient and b_zo-bit updates,\n"
        "elastic_zo = ElasticZO-INT8. int8.sign = float compares dequantised losses (the paper's\n"
-       "INT8), integer keeps the whole step integer-only (INT8*). Batch size defaults to 256.\n";
+       "INT8), integer keeps the whole step integer-only (INT8*; integer_eq12: the paper's Eq. 12\n"
+       "as written). Batch size defaults to 256.\n";
   s += "\nEstimators (zo.estimator) of the ZO part; zo.queries = q directions per step:\n";
   for (const auto& e : zt::train::estimators())
     s += std::string("  ") + e.name + "\n      " + e.summary + "\n";

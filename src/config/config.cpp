@@ -198,7 +198,8 @@ const std::vector<Key>& schema() {
        Range{.lo = 0, .hi = 1, .hi_open = true}, {}, "sparsity of the int8 perturbation"},
       {"int8.sign", Type::kEnum, ZT_ENUM(int8.sign), {}, names_of<Int8Sign>(),
        "ZO gradient sign: float = dequantise logits and compare float losses (INT8) | "
-       "integer = integer-only estimate (INT8*, Eqs. 9-12)"},
+       "integer = integer-only (INT8*): both losses in fixed-point log2, 16 fractional bits | "
+       "integer_eq12 = integer-only by the paper's Eq. 12 as written (whole bits per sample)"},
       {"output.dir", Type::kString, ZT_FIELD(output.dir), {}, {},
        "output directory (empty = runs/<name>)"},
       {"output.checkpoint_every", Type::kInt, ZT_FIELD(output.checkpoint_every), at_least(0), {},

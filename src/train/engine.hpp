@@ -51,6 +51,7 @@ struct EngineStep {
   double g = 0;            // ZO: projected gradient (FP32, after clipping) or sign (int8)
   bool clipped = false;
   int sign_agree = -1;     // int8 ZO: 1 if the integer and float signs agree, 0 if not; −1 n/a
+  int sign_agree_eq12 = -1;  // the same for Eq. 12 as written
 };
 
 struct EvalResult {

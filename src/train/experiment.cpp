@@ -139,15 +139,19 @@ json epoch_record(const RunState& st, const Evals& evals, const json& hyper) {
     rec["val_accuracy"] = evals.val.accuracy;
   }
   rec.update(hyper);
-  if (a.sign_steps > 0)
+  if (a.sign_steps > 0) {
     rec["sign_agreement"] = ratio(static_cast<double>(a.sign_agree), a.sign_steps);
+    rec["sign_agreement_eq12"] = ratio(static_cast<double>(a.sign_agree_eq12), a.sign_steps);
+  }
   return rec;
 }
 
 void log_epoch(const json& rec, std::int64_t epochs) {
   const std::string agree =
       rec.contains("sign_agreement")
-          ? fmt::format(", sign agreement {:.1f}%", 100.0 * rec["sign_agreement"].get<double>())
+          ? fmt::format(", sign agreement {:.1f}% (Eq. 12 {:.1f}%)",
+                        100.0 * rec["sign_agreement"].get<double>(),
+                        100.0 * rec["sign_agreement_eq12"].get<double>())
           : std::string();
   const auto epoch = rec["epoch"].get<std::int64_t>();
   const double loss = rec["train_loss"].get<double>(), secs = rec["epoch_seconds"].get<double>();
@@ -246,6 +250,7 @@ LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunDa
       if (s.sign_agree >= 0) {
         ++a.sign_steps;
         a.sign_agree += s.sign_agree;
+        a.sign_agree_eq12 += s.sign_agree_eq12;
       }
       a.g_abs_sum += std::abs(s.g);
       a.clipped += s.clipped ? 1 : 0;

@@ -108,6 +108,7 @@ class Int8Engine final : public Engine {
                   step_seed, h_, sign_);
     if (zo) {
       r.sign_agree = s.sign_agree ? 1 : 0;
+      r.sign_agree_eq12 = s.sign_agree_eq12 ? 1 : 0;
       r.g = s.g;
     }
     const auto ns = trainer_->take_phase_ns();

@@ -143,10 +143,10 @@ void Int8Trainer::zo_update(std::uint64_t step_seed, int query, int g, const Int
   zo_update_(net_.weights(), zo_weights_, 0, perturbation(step_seed, query, h), g, h.b_zo);
 }
 
-int Int8Trainer::integer_sign(const std::uint8_t* labels) const {
+int Int8Trainer::integer_sign(const std::uint8_t* labels, bool eq12) const {
   ZT_CHECK(zo_weights_ > 0);
-  return kernels::zo_sign_s8(n_, net_.num_classes(), plus_logits_, plus_exp_, last_logits(),
-                             last_exp_, labels);
+  return (eq12 ? kernels::zo_sign_s8_eq12 : kernels::zo_sign_s8)(
+      n_, net_.num_classes(), plus_logits_, plus_exp_, last_logits(), last_exp_, labels);
 }
 
 void Int8Trainer::backprop(const std::uint8_t* labels, std::uint64_t step_seed,

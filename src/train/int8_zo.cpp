@@ -17,10 +17,14 @@ class Int8ZoStep final : public ZoExecutor {
   void perturb(int query, int k) override { t_.perturb(seed_, query, k, h_); }
   void probe(int, ProbeSide side) override { t_.probe(side == ProbeSide::kPlus); }
   double estimate(int) override {
-    const int gi = t_.integer_sign(labels_);
+    // All three are cheap ([batch, classes] work): the step uses sign_'s, the others are
+    // computed to log how often the integer ones agree with the float one.
+    const int gi = t_.integer_sign(labels_, false);
+    const int ge = t_.integer_sign(labels_, true);
     const int gf = float_sign(t_.logits_plus(), t_.logits_minus(), labels_, n_, classes_);
     result_.sign_agree = gi == gf;
-    result_.g = sign_ == Int8Sign::kInteger ? gi : gf;
+    result_.sign_agree_eq12 = ge == gf;
+    result_.g = sign_ == Int8Sign::kInteger ? gi : sign_ == Int8Sign::kIntegerEq12 ? ge : gf;
     return result_.g;
   }
   void update(std::span<const double> g) override {

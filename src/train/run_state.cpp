@@ -45,6 +45,7 @@ nlohmann::json EpochAcc::to_json() const {
   return {{"loss_sum", loss_sum}, {"g_abs_sum", g_abs_sum}, {"correct", correct},
           {"samples", samples},   {"steps", steps},         {"clipped", clipped},
           {"sign_steps", sign_steps}, {"sign_agree", sign_agree},
+          {"sign_agree_eq12", sign_agree_eq12},
           {"phases", phases_json(times)}};
 }
 
@@ -58,6 +59,7 @@ EpochAcc EpochAcc::from_json(const nlohmann::json& j) {
   a.clipped = j.at("clipped").get<std::int64_t>();
   a.sign_steps = j.value("sign_steps", std::int64_t{0});
   a.sign_agree = j.value("sign_agree", std::int64_t{0});
+  a.sign_agree_eq12 = j.value("sign_agree_eq12", std::int64_t{0});
   a.times = phases_from_json(j.at("phases"));
   return a;
 }

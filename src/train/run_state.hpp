@@ -22,6 +22,7 @@ struct EpochAcc {
   double loss_sum = 0, g_abs_sum = 0;
   std::int64_t correct = 0, samples = 0, steps = 0, clipped = 0;
   std::int64_t sign_steps = 0, sign_agree = 0;  // int8 ZO: integer vs float sign
+  std::int64_t sign_agree_eq12 = 0;             // Eq. 12 as written vs float sign
   telemetry::PhaseTimes times;
   nlohmann::json to_json() const;
   static EpochAcc from_json(const nlohmann::json& j);

@@ -585,7 +585,7 @@ TEST(ConfigInt8Test, KeysHelp) {
   EXPECT_NE(help.find("  int8.b_zo (integer in [1, 7] or {\"epoch\": value} schedule, default 1)"),
             std::string::npos)
       << help;
-  EXPECT_NE(help.find("  int8.sign (float | integer, default \"float\"): "), std::string::npos);
+  EXPECT_NE(help.find("  int8.sign (float | integer | integer_eq12, default \"float\"): "), std::string::npos);
   EXPECT_NE(help.find("  model.precision (fp32 | int8, default \"fp32\"): "), std::string::npos);
   EXPECT_NE(help.find("NITI integer training"), std::string::npos);
   EXPECT_NE(help.find("INT8*"), std::string::npos);

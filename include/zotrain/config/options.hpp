@@ -20,7 +20,7 @@ enum class Augment { kNone, kRotate, kJitter, kRotateJitter };  // data.augment
 enum class BpActivations { kMinus, kAverage };              // method.bp_activations
 enum class OptimizerKind { kSgd, kAdam };                   // optimizer.name
 enum class MemoryPlan { kLean, kWholeBatch };               // train.memory_plan
-enum class Int8Sign { kFloat, kInteger };                   // int8.sign
+enum class Int8Sign { kFloat, kInteger, kIntegerEq12 };     // int8.sign
 // Registry-backed (their text and help live in the registries):
 enum class Method { kFullBp, kFullZo, kElasticZo };         // method.name
 enum class Arch { kLeNet5, kPointNet };                     // model.arch
@@ -41,7 +41,7 @@ inline constexpr std::array<std::string_view, 2> kEnumText<OptimizerKind>{"sgd",
 template <>
 inline constexpr std::array<std::string_view, 2> kEnumText<MemoryPlan>{"lean", "whole_batch"};
 template <>
-inline constexpr std::array<std::string_view, 2> kEnumText<Int8Sign>{"float", "integer"};
+inline constexpr std::array<std::string_view, 3> kEnumText<Int8Sign>{"float", "integer", "integer_eq12"};
 
 template <class E>
 std::span<const std::string_view> choices() {

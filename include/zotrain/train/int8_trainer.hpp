@@ -65,7 +65,8 @@ class Int8Trainer {
   void backprop(const std::uint8_t* labels, std::uint64_t step_seed, const Int8Hyper& h);
   Int8Logits logits_plus() const { return {plus_logits_, plus_exp_}; }    // ZO only
   Int8Logits logits_minus() const { return {last_logits(), last_exp_}; }  // the last pass
-  int integer_sign(const std::uint8_t* labels) const;  // −1, 0, +1 (ZO only)
+  // −1, 0, +1 (ZO only): the fixed-point estimate, or Eq. 12 as written.
+  int integer_sign(const std::uint8_t* labels, bool eq12) const;
 
   // Forward at the current weights (evaluation).
   Int8Logits infer(const std::int8_t* x, int exponent, int n);

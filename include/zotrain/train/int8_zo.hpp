@@ -19,7 +19,8 @@ using config::Int8Sign;  // int8.sign (config/options.hpp)
 
 struct Int8StepResult {
   int g = 0;               // the sign the update used (0 for NITI, C = 0)
-  bool sign_agree = false; // integer and float signs agreed (ZO only)
+  bool sign_agree = false;       // the integer (fixed-point) and float signs agreed (ZO only)
+  bool sign_agree_eq12 = false;  // Eq. 12 as written and the float sign agreed (ZO only)
 };
 
 // x [n, input] int8 with exponent `exponent`, labels [n]. The estimator must have one query:

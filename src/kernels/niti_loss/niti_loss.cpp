@@ -11,6 +11,7 @@
 #include "zotrain/kernels/niti_loss.hpp"
 #include "zotrain/core/seeds.hpp"
 #include "zotrain/kernels/quant.hpp"
+#include "log2_tables.hpp"
 
 namespace zt::kernels {
 namespace {
@@ -26,6 +27,49 @@ constexpr int kTop = 10;      // the largest base-2 exponent after the offset
 std::int64_t log2e_scaled(std::int64_t d, int e) {
   const std::int64_t v = d * kLog2E;
   return e >= kLog2EShift ? v * (std::int64_t{1} << (e - kLog2EShift)) : v >> (kLog2EShift - e);
+}
+
+// ---- fixed-point log2 / exp2 (kF fractional bits in the log2 domain) ----
+constexpr int kF = 16;
+// log2(e) · d · 2^e with kF fractional bits, floored; e ≤ 24 keeps it below 2^49.
+std::int64_t log2e_scaled_fixed(std::int64_t d, int e) { return log2e_scaled(d, e + kF); }
+constexpr std::int64_t kFracMask = (std::int64_t{1} << kF) - 1;
+
+// 2^30 · 2^(−u / 2^kF) for 0 ≤ u < 2^kF: the table's knot below and linear interpolation on the
+// low 8 bits (relative error < 3e-6).
+std::int64_t exp2_neg_q30(std::int64_t u) {
+  using log2_tables::kExp2Neg;
+  const auto i = static_cast<std::size_t>(u >> 8);
+  const std::int64_t r = u & 255, lo = kExp2Neg[i], hi = kExp2Neg[i + 1];
+  return lo - (((lo - hi) * r) >> 8);
+}
+
+// log2(s) · 2^kF for s ≥ 2^30: bit length for the integer part, then the mantissa's top 8 bits
+// index the table and the next 22 interpolate (error < 3e-6).
+std::int64_t log2_fixed(std::uint64_t s) {
+  using log2_tables::kLog2;
+  const int n = static_cast<int>(std::bit_width(s)) - 1;  // ≥ 30
+  const std::uint64_t m = s >> (n - 30);                    // [2^30, 2^31)
+  const std::int64_t frac = static_cast<std::int64_t>(m) - (std::int64_t{1} << 30);
+  const auto i = static_cast<std::size_t>(frac >> 22);
+  const std::int64_t r = frac & ((std::int64_t{1} << 22) - 1), lo = kLog2[i], hi = kLog2[i + 1];
+  const std::int64_t l = lo + (((hi - lo) * r) >> 22);  // log2 of the mantissa, Q30
+  return (std::int64_t{n - 30} << kF) + (l >> (30 - kF));
+}
+
+// One sample's cross-entropy in log2 units, Q kF: log2 Σ_j 2^(x_j) with x_j = log2(e)·(z_j − z_t)
+// = p + log2 Σ_j 2^(x_j − p), p = max_j x_j ≥ 0 (x_t = 0), so the sum is in [2^30, classes·2^30].
+std::int64_t xent_log2_fixed(const std::int8_t* row, int classes, int t, int e) {
+  std::int64_t p = 0;
+  for (int j = 0; j < classes; ++j)
+    p = std::max(p, log2e_scaled_fixed(std::int64_t{row[j]} - row[t], e));
+  std::uint64_t sum = 0;
+  for (int j = 0; j < classes; ++j) {
+    const std::int64_t y = p - log2e_scaled_fixed(std::int64_t{row[j]} - row[t], e);  // ≥ 0
+    const std::int64_t k = y >> kF;
+    if (k < 31) sum += static_cast<std::uint64_t>(exp2_neg_q30(y & kFracMask) >> k);
+  }
+  return p + log2_fixed(sum);
 }
 
 std::int64_t row_max(const std::int8_t* row, int classes) {
@@ -75,6 +119,21 @@ void xent_error_s8(int n, int classes, const std::int8_t* logits, int exponent,
 
 int zo_sign_s8(int n, int classes, const std::int8_t* a, int ea, const std::int8_t* b, int eb,
                const std::uint8_t* labels) {
+  // Exponents are clamped to [−40, 24]: int64 headroom above (logits 2^24 · 127 apart are far
+  // outside what a network produces); below −40 every x_j is 0 or −2^−kF, as at −40.
+  ea = std::clamp(ea, -40, 24);
+  eb = std::clamp(eb, -40, 24);
+  std::int64_t d = 0;
+  for (int s = 0; s < n; ++s) {
+    const std::size_t row = static_cast<std::size_t>(s) * static_cast<std::size_t>(classes);
+    d += xent_log2_fixed(a + row, classes, labels[s], ea) -
+         xent_log2_fixed(b + row, classes, labels[s], eb);
+  }
+  return d > 0 ? 1 : (d < 0 ? -1 : 0);
+}
+
+int zo_sign_s8_eq12(int n, int classes, const std::int8_t* a, int ea, const std::int8_t* b,
+                    int eb, const std::uint8_t* labels) {
   // α̂_j = floor(47274 · (α_j − α_t) · 2^ea / 2^15): identical to Eq. 9–10's
   // (47274 · dα_j) shifted by (15 − s) with dα_j = (α_j − α_t) · 2^(ea − s), for any s, because
   // the shifted product is the floor of the same rational number. Exponents are clamped to
