@@ -6,6 +6,7 @@ Standard library only, except figures (matplotlib from Debian, imported where us
 """
 import argparse
 import os
+import subprocess
 import sys
 import time
 
@@ -127,7 +128,7 @@ def synthetic_points(args):
     d = os.path.join(os.path.abspath(args.out), "data", "modelnet-synthetic")
     if not os.path.exists(os.path.join(d, "ply_data_test0.h5")):
         zs.log(f"writing the synthetic point clouds to {d}")
-        zs.subprocess.run([args.zotrain, "--make-synthetic-modelnet", d], check=True)
+        subprocess.run([args.zotrain, "--make-synthetic-modelnet", d], check=True)
     return d
 
 

@@ -206,8 +206,8 @@ RESULT_KEYS = ["val_accuracy", "best_val_accuracy", "val_loss", "test_accuracy",
 
 
 def collect(out, names=None):
-    """Rows (dicts) for every run of the sweep directory (or the given names), and the
-    config keys that vary among them."""
+    """Rows (dicts) for every run of the sweep directory (or the given names): status, labels,
+    the config keys that vary among the runs, and the results."""
     out = os.path.abspath(out)
     if names is None:
         names = sorted(os.path.splitext(f)[0] for f in os.listdir(os.path.join(out, "jobs"))
@@ -234,7 +234,7 @@ def collect(out, names=None):
         for k in RESULT_KEYS:
             row[k] = s.get(k)
         rows.append(row)
-    return rows, varying
+    return rows
 
 
 def columns_of(rows):
@@ -272,7 +272,7 @@ def markdown_table(header, rows):
     return "\n".join(lines) + "\n"
 
 
-def write_markdown(path, rows, varying):
+def write_markdown(path, rows):
     keys = ["run", "status"] + [k for k in columns_of(rows)
                                 if k not in RESULT_KEYS and k not in ("run", "status")]
     if any(r.get("val_accuracy") is not None for r in rows):  # data.validation: choose on these
