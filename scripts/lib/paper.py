@@ -115,10 +115,11 @@ POINTNET_CONFIG = os.path.join(REPO, "configs", "pointnet-synthetic.json")
 
 def table1_pointnet_run(args, method, data_root):
     """PointNet on the synthetic point clouds (ModelNet40's layout), in ModelNet40's place."""
-    sets = [f"train.epochs={2 * args.epochs}", f"data.root={data_root}",
+    epochs = args.pointnet_epochs
+    sets = [f"train.epochs={epochs}", f"data.root={data_root}",
             f"data.points={args.points}", f"method.partition={PARTITION_C[method](8)}"]
     sets += args.extra_set
-    return zs.Run(name=f"pointnet-synthetic-p{args.points}-{method}-e{2 * args.epochs}{tag(args)}",
+    return zs.Run(name=f"pointnet-synthetic-p{args.points}-{method}-e{epochs}{tag(args)}",
                   config=POINTNET_CONFIG, sets=sets,
                   labels={"dataset": "synthetic", "variant": "fp32", "method": method})
 
@@ -191,7 +192,8 @@ def run(args, runs):
         zs.log("interrupted; run the same command again to resume")
         sys.exit(130)
     if rc:
-        sys.exit(f"sweep: {rc} run(s) failed; see {os.path.abspath(args.out)}/logs/")
+        sys.exit(f"sweep: not every run finished; see {os.path.abspath(args.out)}/logs/ "
+                 "(the same command resumes)")
 
 
 def records(args, runs):

@@ -147,8 +147,11 @@ def run_all(out, runs, jobs=1, sshloginfile=None, zotrain=None, parallel_args=()
         proc.send_signal(signal.SIGINT)
         proc.wait()
         raise
-    if rc:
+    if 0 < rc <= 100:  # GNU parallel's exit code counts the failed jobs up to 100
         log(f"{rc} job(s) failed; see {out}/logs/<run>.log and {out}/joblog")
+    elif rc:
+        log(f"GNU parallel stopped with exit code {rc} (101: more than 100 jobs failed; "
+            f"otherwise stopped by a signal or an error); a rerun resumes")
     return rc
 
 
