@@ -5,7 +5,7 @@ Layout of a sweep directory OUT:
     OUT/jobs/<run>.json    what each run is (config, --set values, --init-from, labels)
     OUT/runs/<run>/        the run's own output directory (config.json, metrics.jsonl, ...)
     OUT/logs/<run>.log     its stderr (zotrain's log) and the job's notes
-    OUT/joblog             GNU parallel's job log (exit codes, times, hosts)
+    OUT/joblogs/<time>.log GNU parallel's job log of each invocation (exit codes, times, hosts)
     OUT/results.csv, OUT/results.md
 A run whose directory holds summary.json is finished and never run again; one with a checkpoint
 but no summary is resumed (scripts/lib/sweep_job.py). Standard library only (Debian python3).
@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -131,8 +132,10 @@ def run_all(out, runs, jobs=1, sshloginfile=None, zotrain=None, parallel_args=()
     if shutil.which("parallel") is None:
         raise SystemExit("sweep: error: GNU parallel not found (apt-get install parallel)")
     zotrain = zotrain or default_zotrain()
-    cmd = ["parallel", "--will-cite", "--jobs", str(jobs), "--joblog",
-           os.path.join(out, "joblog"), "--line-buffer"]
+    # One job log per invocation: sweeps sharing OUT (the reproduce scripts do) may overlap.
+    os.makedirs(os.path.join(out, "joblogs"), exist_ok=True)
+    joblog = os.path.join(out, "joblogs", time.strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}.log")
+    cmd = ["parallel", "--will-cite", "--jobs", str(jobs), "--joblog", joblog, "--line-buffer"]
     if sshloginfile:
         cmd += ["--sshloginfile", sshloginfile, "--workdir", out]
     cmd += list(parallel_args)
@@ -148,7 +151,7 @@ def run_all(out, runs, jobs=1, sshloginfile=None, zotrain=None, parallel_args=()
         proc.wait()
         raise
     if 0 < rc <= 100:  # GNU parallel's exit code counts the failed jobs up to 100
-        log(f"{rc} job(s) failed; see {out}/logs/<run>.log and {out}/joblog")
+        log(f"{rc} job(s) failed; see {out}/logs/<run>.log and {joblog}")
     elif rc:
         log(f"GNU parallel stopped with exit code {rc} (101: more than 100 jobs failed; "
             f"otherwise stopped by a signal or an error); a rerun resumes")
