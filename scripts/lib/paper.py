@@ -223,12 +223,13 @@ def write_report(args, filename, text):
 
 def provenance(args, recs):
     """A footer: how the runs were made (commands, tool version, machine, wall time)."""
-    any_summary = next((r["summary"] for r in recs.values() if r["summary"]), None)
-    run = (any_summary or {}).get("run", {})
+    runs = [r["summary"]["run"] for r in recs.values() if r["summary"]]
+    run = runs[0] if runs else {}
+    revisions = sorted({r.get("source_revision", "?") for r in runs}) or ["?"]
     wall = time.monotonic() - args.started
     train = sum((r["summary"] or {}).get("train_seconds", 0.0) for r in recs.values())
     lines = [f"Command: `{' '.join([os.path.relpath(sys.argv[0], REPO)] + sys.argv[1:])}`",
-             f"zotrain {run.get('zotrain_version', '?')} ({run.get('source_revision', '?')}) on "
+             f"zotrain {run.get('zotrain_version', '?')} (built from {', '.join(revisions)}) on "
              f"{run.get('cpu', '?')}, {run.get('cores', '?')} cores; {len(recs)} runs, "
              f"{train:.0f} s of training in total; this invocation took {wall:.0f} s "
              "(finished runs are not redone, so a second invocation only re-reads them)."]
