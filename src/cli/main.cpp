@@ -1,5 +1,6 @@
 // The zotrain binary: CLI11 parsing, config merge, run, exit codes
-// (0 done, 1 internal failure, 2 bad input, 130 / 143 interrupted by SIGINT / SIGTERM with a checkpoint saved).
+// (0 done, 1 internal failure, 2 bad input, 130 / 143 interrupted by SIGINT / SIGTERM with a
+// checkpoint saved).
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -75,7 +76,8 @@ int main(int argc, char** argv) {
              "steps.jsonl (train.log_every), summary.json (results and the run's provenance),\n"
              "checkpoint.safetensors (weights), optimizer.safetensors (Adam state). Logs and progress\n"
              "go to stderr, results to stdout.\n"
-             "Exit codes: 0 ok, 1 internal error, 2 bad input, 130 / 143 interrupted by Ctrl-C / SIGTERM (checkpoint saved).\n"
+             "Exit codes: 0 ok, 1 internal error, 2 bad input, 130 / 143 interrupted by Ctrl-C /\n"
+             "SIGTERM (checkpoint saved).\n"
              "Example: zotrain --config configs/quickstart.json --set method.partition=3 --set optimizer.lr=0.002");
   std::string config_path, output_dir, resume_dir, init_from;
   std::vector<std::string> overrides;
@@ -92,7 +94,9 @@ int main(int argc, char** argv) {
                "Build the model and the memory plan, validate the data, write summary.json; no training");
   app.add_option("--resume", resume_dir,
                  "Continue the run in DIR from its checkpoint (uses DIR/config.json; --set still applies)");
-  app.add_option("--init-from", init_from, "Initialise parameters from a checkpoint (a run directory or a .safetensors file), then train afresh");
+  app.add_option("--init-from", init_from,
+                 "Initialise parameters from a checkpoint (a run directory or a .safetensors "
+                 "file), then train afresh");
   app.add_flag("--overwrite", overwrite, "Allow a fresh run to replace a non-empty output directory");
   app.add_flag("--no-progress", no_progress, "No live progress bar (one line per epoch only)");
   app.add_flag("-q,--quiet", quiet, "Only warnings and errors on stderr");

@@ -23,7 +23,8 @@ void draw_subset(ImageSet& set, int count, std::uint64_t seed) {
   }
   order.resize(static_cast<std::size_t>(count));
   std::sort(order.begin(), order.end());
-  const std::size_t pixels = static_cast<std::size_t>(set.rows) * static_cast<std::size_t>(set.cols);
+  const std::size_t pixels =
+      static_cast<std::size_t>(set.rows) * static_cast<std::size_t>(set.cols);
   std::vector<std::uint8_t> px(static_cast<std::size_t>(count) * pixels), lb(order.size());
   for (std::size_t k = 0; k < order.size(); ++k) {
     const auto src = static_cast<std::size_t>(order[k]);

@@ -46,7 +46,8 @@ TEST(RotateImages, NinetyDegreesIsAnIndexPermutation) {
   // Counter-clockwise on screen: the right-hand column becomes the top row.
   for (int n = 0; n < 2; ++n)
     for (int y = 0; y < 28; ++y)
-      for (int x = 0; x < 28; ++x) ASSERT_EQ(px(s, n, y, x), px(orig, n, x, 27 - y)) << y << "," << x;
+      for (int x = 0; x < 28; ++x)
+        ASSERT_EQ(px(s, n, y, x), px(orig, n, x, 27 - y)) << y << "," << x;
   ImageSet cw = orig;
   rotate_images(cw, -90.0);
   for (int y = 0; y < 28; ++y)
