@@ -83,10 +83,11 @@ PARTITION_C = {"full_zo": lambda L: L, "cls2": lambda L: L - 1, "cls1": lambda L
                "full_bp": lambda L: 0}
 
 
-def lenet_config(dataset, precision, method):
+def lenet_config(dataset, variant, method):
+    """The shipped config of one Table 1 cell: variant fp32, int8 (float sign) or int8star."""
     ds = "mnist" if dataset == "mnist" else "fmnist"
-    prec = "-int8" if precision == "int8" else ""
-    return os.path.join(CONFIGS, f"lenet5-{ds}{prec}-{PARTITION_FILE[method]}.json")
+    v = "" if variant == "fp32" else f"-{variant}"
+    return os.path.join(CONFIGS, f"lenet5-{ds}{v}-{PARTITION_FILE[method]}.json")
 
 
 def tag(args):
@@ -99,14 +100,10 @@ def tag(args):
 
 
 def table1_lenet_run(args, dataset, variant, method):
-    """LeNet-5 trained from scratch with the paper's settings (configs/paper/)."""
-    precision = "fp32" if variant == "fp32" else "int8"
-    sets = [f"train.epochs={args.epochs}", f"data.root={args.root[dataset]}"]
-    if variant == "int8star":
-        sets.append("int8.sign=integer")
-    sets += args.extra_set
+    """LeNet-5 trained from scratch with the paper's settings (configs/paper/, one per cell)."""
+    sets = [f"train.epochs={args.epochs}", f"data.root={args.root[dataset]}"] + args.extra_set
     return zs.Run(name=f"lenet5-{dataset}-{variant}-{method}-e{args.epochs}{tag(args)}",
-                  config=lenet_config(dataset, precision, method), sets=sets,
+                  config=lenet_config(dataset, variant, method), sets=sets,
                   labels={"dataset": dataset, "variant": variant, "method": method})
 
 
