@@ -99,12 +99,19 @@ def tag(args):
     return "" if not items else "-x" + hashlib.sha1("\n".join(items).encode()).hexdigest()[:6]
 
 
-def table1_lenet_run(args, dataset, variant, method):
-    """LeNet-5 trained from scratch with the paper's settings (configs/paper/, one per cell)."""
+def table1_lenet_run(args, dataset, variant, method, seed=None):
+    """LeNet-5 trained from scratch with the paper's settings (configs/paper/, one per cell);
+    seed None = the config's own seed, else `seed` (named -s<seed>, so the default runs keep
+    their names and other scripts find them)."""
     sets = [f"train.epochs={args.epochs}", f"data.root={args.root[dataset]}"] + args.extra_set
-    return zs.Run(name=f"lenet5-{dataset}-{variant}-{method}-e{args.epochs}{tag(args)}",
+    suffix = ""
+    if seed is not None:
+        sets.append(f"seed={seed}")
+        suffix = f"-s{seed}"
+    return zs.Run(name=f"lenet5-{dataset}-{variant}-{method}-e{args.epochs}{suffix}{tag(args)}",
                   config=lenet_config(dataset, variant, method), sets=sets,
-                  labels={"dataset": dataset, "variant": variant, "method": method})
+                  labels={"dataset": dataset, "variant": variant, "method": method,
+                          "seed": seed})
 
 
 POINTNET_CONFIG = os.path.join(REPO, "configs", "pointnet-synthetic.json")
@@ -199,6 +206,21 @@ def records(args, runs):
 
 
 # ---- reports ------------------------------------------------------------------------------
+
+def cell_seeds(values, paper, digits=2):
+    """'a / b (paper, worst ±diff)' for a cell run with several seeds; the worst seed decides."""
+    done = [v for v in values if v is not None]
+    if not values:
+        return cell(None, paper, digits)
+    if len(done) < 2:
+        return cell(done[0] if done else None, paper, digits) + \
+            (f" [{len(values) - len(done)} seed(s) not run]" if len(done) < len(values) else "")
+    text = " / ".join("–" if v is None else f"{v:.{digits}f}" for v in values)
+    if paper is None:
+        return f"{text} (paper –)"
+    worst = min(done) - paper
+    return f"{text} ({paper:.{digits}f}, worst {worst:+.{digits}f})"
+
 
 def cell(ours, paper, digits=2):
     """'ours (paper, ±diff)' for a Markdown cell."""

@@ -33,6 +33,15 @@ grep -q '^| FP32 | MNIST | ZO-Feat-Cls1 | 1 |' "${out}/report/fig2-3.md" || fail
 grep -q '^| INT8 | ZO-Feat-Cls2 |' "${out}/report/fig7.md" || fail "fig7.md"
 grep -q 'int8 speed-up over FP32' "${out}/report/fig7.md" || fail "fig7.md: no speed-up line"
 
+# A second seed: seed 1's runs are reused, only the 11 seed-2 LeNet-5 runs are new; each cell
+# lists both seeds and the worst difference, and the verdict line counts the cells.
+"${r}/table1" "${common[@]}" --epochs 1 --set train.max_steps=2 --no-pointnet --seeds 1,2 \
+  > "${out}.t1s" 2>&1 || fail "table1 --seeds: $(tail -5 "${out}.t1s")"
+grep -q "11 to run" "${out}.t1s" || fail "table1 --seeds 1,2: $(grep sweep: "${out}.t1s")"
+grep -q '^| Full ZO | [0-9.]* / [0-9.]* (89.80, worst [-+][0-9.]*) |' "${t1}" ||
+  fail "table1.md with two seeds: $(cat "${t1}")"
+grep -q '^[0-9]* of 11 LeNet-5 cells reach' "${t1}" || fail "table1.md: no verdict line"
+
 "${r}/table2" "${common[@]}" --epochs 1 > "${out}.t2" 2>&1 || fail "table2: $(tail -5 "${out}.t2")"
 t2="${out}/report/table2.md"
 grep -q '^| w/o fine-tuning | [0-9.]* (74.41, ' "${t2}" || fail "table2.md: $(cat "${t2}")"
