@@ -10,8 +10,8 @@ run directory, so a sweep can be killed and started again:
   - checkpoint.safetensors there: the run was interrupted; `zotrain --resume` continues it.
   - otherwise: a fresh run (replacing what a run killed before its first checkpoint left).
 The job claims one of N equal shares of this host's cores (a lock file per share in the
-temporary directory, held for the job's life), pins itself to them and gives zotrain that many
-threads. zotrain's stderr goes to the job's log file; exec keeps its exit code and its signal
+temporary directory, held for the job's life; when every share is taken, e.g. by another sweep
+on this host, it waits for one), pins itself to them and gives zotrain that many threads. zotrain's stderr goes to the job's log file; exec keeps its exit code and its signal
 handling (SIGTERM or SIGINT: checkpoint, exit 143 / 130).
 Standard library only: boards have python3 but may lack anything else.
 """
@@ -21,6 +21,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 
 
 def claim_share(jobs_per_host):
@@ -30,18 +31,26 @@ def claim_share(jobs_per_host):
     shares = max(1, min(jobs_per_host, len(cores)))
     per = len(cores) // shares
     lock_dir = tempfile.gettempdir()
-    for k in range(jobs_per_host):
-        path = os.path.join(lock_dir, f"zotrain-sweep-{os.getuid()}-share-{k}.lock")
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            continue
-        k_share = k % shares
-        return fd, cores[k_share * per:(k_share + 1) * per]
-    # More jobs than shares were started (e.g. parallel's -j exceeds --jobs-per-host): share all.
-    return None, cores
+    waited = False
+    while True:
+        for k in range(jobs_per_host):
+            path = os.path.join(lock_dir, f"zotrain-sweep-{os.getuid()}-share-{k}.lock")
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            k_share = k % shares
+            return fd, cores[k_share * per:(k_share + 1) * per]
+        # Every share is taken: by another sweep on this host, or by a run of this one still
+        # writing its checkpoint after a stop. Running on all cores beside them would
+        # oversubscribe every core (OpenMP threads spinning against each other), so wait.
+        if not waited:
+            print(f"sweep-job: all {jobs_per_host} core shares are busy; waiting for one",
+                  file=sys.stderr, flush=True)
+            waited = True
+        time.sleep(1)
 
 
 def main():
