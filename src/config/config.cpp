@@ -200,6 +200,9 @@ const std::vector<Key>& schema() {
        "ZO gradient sign: float = dequantise logits and compare float losses (INT8) | "
        "integer = integer-only (INT8*): both losses in fixed-point log2, 16 fractional bits | "
        "integer_eq12 = integer-only by the paper's Eq. 12 as written (whole bits per sample)"},
+      {"int8.batchnorm", Type::kBool, ZT_FIELD(int8.batchnorm), {}, {},
+       "PointNet: keep the per-point layers' BatchNorm as integer standardisation with the "
+       "batch's statistics (docs/design.md §5.8); false = drop it, as NITI has none"},
       {"output.dir", Type::kString, ZT_FIELD(output.dir), {}, {},
        "output directory (empty = runs/<name>)"},
       {"output.checkpoint_every", Type::kInt, ZT_FIELD(output.checkpoint_every), at_least(0), {},

@@ -269,7 +269,7 @@ TEST(ConfigTest, RoundTrip) {
 TEST(ConfigTest, DumpAndHelpListEveryKey) {
   const std::string dump = to_json_text(ExperimentConfig{});
   const std::string help = keys_help();
-  ASSERT_EQ(key_names().size(), 41u);
+  ASSERT_EQ(key_names().size(), 42u);
   for (const std::string& k : key_names()) {
     const std::string leaf = k.substr(k.rfind('.') + 1);
     EXPECT_NE(dump.find("\"" + leaf + "\""), std::string::npos) << k;

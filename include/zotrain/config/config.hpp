@@ -80,6 +80,7 @@ struct Int8Config {
   Schedule b_bp{{{0, 5.0}, {20, 4.0}, {50, 3.0}}};        // bits of the NITI BP update (the lr)
   Schedule p_zero{{{0, 0.33}, {20, 0.5}, {50, 0.9}}};     // sparsity of the perturbation
   Int8Sign sign = Int8Sign::kFloat;   // float (INT8) | integer (INT8*, fixed point) | integer_eq12
+  bool batchnorm = true;               // PointNet: integer BatchNorm (docs/design.md §5.8)
 };
 struct OutputConfig {
   std::string dir = "";                // empty = runs/<name>
