@@ -193,13 +193,18 @@ const std::vector<Key>& schema() {
       {"int8.b_zo", Type::kIntSchedule, ZT_FIELD(int8.b_zo), closed(1, 7), {},
        "bits of the int8 ZO update"},
       {"int8.b_bp", Type::kIntSchedule, ZT_FIELD(int8.b_bp), closed(1, 15), {},
-       "bits of the NITI backprop weight update (acts as the learning rate)"},
+       "bits of the NITI backprop weight update (acts as the learning rate); auto = per "
+       "architecture: LeNet-5 5, 4 from epoch 20, 3 from 50 (NITI's); PointNet 3, 2, 1 "
+       "(docs/design.md §5.5)", "auto"},
       {"int8.p_zero", Type::kNumberSchedule, ZT_FIELD(int8.p_zero),
        Range{.lo = 0, .hi = 1, .hi_open = true}, {}, "sparsity of the int8 perturbation"},
       {"int8.sign", Type::kEnum, ZT_ENUM(int8.sign), {}, names_of<Int8Sign>(),
        "ZO gradient sign: float = dequantise logits and compare float losses (INT8) | "
        "integer = integer-only (INT8*): both losses in fixed-point log2, 16 fractional bits | "
        "integer_eq12 = integer-only by the paper's Eq. 12 as written (whole bits per sample)"},
+      {"int8.batchnorm", Type::kBool, ZT_FIELD(int8.batchnorm), {}, {},
+       "PointNet: keep the per-point layers' BatchNorm as integer standardisation with the "
+       "batch's statistics (docs/design.md §5.8); false = drop it, as NITI has none"},
       {"output.dir", Type::kString, ZT_FIELD(output.dir), {}, {},
        "output directory (empty = runs/<name>)"},
       {"output.checkpoint_every", Type::kInt, ZT_FIELD(output.checkpoint_every), at_least(0), {},
@@ -491,6 +496,7 @@ class Applier {
                              (v.is_string() && lower(v.get<std::string>()) == "null"))) {
       if (auto* r = std::get_if<OptIntRef>(&k.ref)) (*r)(cfg_).reset();
       if (auto* r = std::get_if<OptNumberRef>(&k.ref)) (*r)(cfg_).reset();
+      if (auto* r = std::get_if<ScheduleRef>(&k.ref)) (*r)(cfg_).points.clear();
       return;
     }
     const std::string or_unset =
@@ -744,6 +750,7 @@ OrderedJson value_json(const Key& k, const ExperimentConfig& c) {
     case Type::kIntSchedule:
     case Type::kNumberSchedule: {
       const Schedule& s = std::get<ScheduleRef>(k.ref)(cfg);
+      if (s.points.empty()) return unset_json(k);  // auto
       auto one = [&](double v) -> OrderedJson {
         if (k.type == Type::kIntSchedule) return static_cast<std::int64_t>(v);
         return v;
@@ -850,6 +857,14 @@ std::int64_t resolve_batch_size(const ExperimentConfig& cfg) {
   // The paper's batches, per architecture (config/catalogue.hpp).
   const ArchInfo& arch = architecture(cfg.model.arch);
   return cfg.model.precision == Precision::kInt8 ? arch.int8_batch : arch.fp32_batch;
+}
+
+Schedule resolve_b_bp(const ExperimentConfig& cfg) {
+  if (!cfg.int8.b_bp.points.empty()) return cfg.int8.b_bp;
+  // NITI's schedule; PointNet's per-point layers sum their gradients over batch × points, so
+  // the same bit count moves far more of their weights per step (docs/design.md §5.5).
+  if (cfg.model.arch == Arch::kPointNet) return Schedule{{{0, 3.0}, {20, 2.0}, {50, 1.0}}};
+  return Schedule{{{0, 5.0}, {20, 4.0}, {50, 3.0}}};
 }
 
 int resolve_partition(const MethodConfig& m, int num_layers) {

@@ -21,6 +21,11 @@ Int8Net::Int8Net(std::string arch, Shape input, std::vector<Int8Layer> layers, k
     l.weight_count = n;
     offset += n;
     parametric_.push_back(static_cast<int>(i));
+    if (l.norm) {
+      ZT_CHECK(l.op == LayerOp::kPointLinear);
+      l.norm_state.assign(static_cast<std::size_t>(l.weight_shape[0]), {});
+      norm_sums_.resize(std::max(norm_sums_.size(), 2 * l.norm_state.size()));
+    }
   }
   // The ZO perturbation indexes weights with 32-bit counters.
   ZT_CHECK(static_cast<std::uint64_t>(offset) < (std::uint64_t{1} << 32));
@@ -105,6 +110,14 @@ int Int8Net::forward(int i, int batch, const std::int8_t* x, int ex, std::int8_t
     case LayerOp::kPointLinear: {
       const int rows = l.op == LayerOp::kLinear ? batch : batch * l.in.dims.at(0);
       linear_fwd_(rows, l.weight_shape[0], l.weight_shape[1], x, w, acc);
+      if (l.norm) {
+        ZT_CHECK_MSG(kernels::batchnorm_sums_fit(static_cast<std::size_t>(rows), l.weight_shape[1]),
+                     "int8 BatchNorm: batch × points too large for its int64 sums");
+        kernels::batchnorm_forward_s32(static_cast<std::size_t>(rows), l.weight_shape[0], acc,
+                                       l.norm_state.data(), norm_sums_.data());
+        l.norm_exp = -kernels::kNormFracBits + requantize_(acc, out_n, y);
+        return l.norm_exp;
+      }
       return ex + l.exponent + requantize_(acc, out_n, y);
     }
     case LayerOp::kRelu:
@@ -123,7 +136,7 @@ int Int8Net::forward(int i, int batch, const std::int8_t* x, int ex, std::int8_t
   return ex;
 }
 
-void Int8Net::backward(int i, int batch, const std::int8_t* x, const std::int8_t* e_out,
+void Int8Net::backward(int i, int batch, const std::int8_t* x, const std::int8_t* y, std::int8_t* e_out,
                        std::int8_t* e_in, std::int32_t* acc, std::int32_t* grad, int b_bp,
                        void* scratch) {
   const Int8Layer& l = layer(i);
@@ -145,6 +158,9 @@ void Int8Net::backward(int i, int batch, const std::int8_t* x, const std::int8_t
     case LayerOp::kPointLinear: {
       const int rows = l.op == LayerOp::kLinear ? batch : batch * l.in.dims.at(0);
       const int n = l.weight_shape[0], k = l.weight_shape[1];
+      if (l.norm)
+        kernels::batchnorm_backward_s8(static_cast<std::size_t>(rows), n, y, l.norm_exp, e_out,
+                                       l.norm_state.data(), norm_sums_.data());
       if (e_in != nullptr) {
         linear_bwd_in_(rows, n, k, e_out, w, acc);
         requantize_(acc, in_n, e_in);

@@ -9,7 +9,7 @@
 
 namespace zt::nn {
 
-std::unique_ptr<Int8Net> make_int8_net(Model& model, kernels::Isa isa) {
+std::unique_ptr<Int8Net> make_int8_net(Model& model, kernels::Isa isa, bool batchnorm) {
   std::vector<Int8Layer> layers;
   Shape in = model.input_shape();
   for (int i = 0; i < model.size(); ++i) {
@@ -38,8 +38,14 @@ std::unique_ptr<Int8Net> make_int8_net(Model& model, kernels::Isa isa) {
         l.weight_shape = src.params().at(0)->shape;  // [N, K] (the bias, if any, is dropped)
         break;
       case LayerOp::kBatchNorm:
-        // NITI has no BatchNorm: the per-tensor requantisation after every product keeps the
-        // activations at 7 bits, which is the normalisation an int8 network gets.
+        // NITI has no BatchNorm. With `batchnorm` the BatchNorm after a per-point linear layer
+        // becomes that layer's integer standardisation (docs/design.md §5.8); without it the
+        // per-tensor requantisation is all the normalisation the int8 network gets.
+        if (batchnorm) {
+          ZT_CHECK_MSG(!layers.empty() && layers.back().op == LayerOp::kPointLinear,
+                       "int8 BatchNorm follows a per-point linear layer only");
+          layers.back().norm = true;
+        }
         in = model.output_shape(i);
         continue;
       case LayerOp::kMaxPoolPoints:

@@ -25,7 +25,7 @@ class Int8Engine final : public Engine {
  public:
   Int8Engine(const config::ExperimentConfig& cfg, int batch, int threads)
       : cfg_(cfg), batch_(batch), fp32_(nn::make_model(config::name(cfg.model.arch), kernels::Isa::kReference, static_cast<int>(cfg.data.points))) {
-    net_ = nn::make_int8_net(*fp32_, kernels::best_isa());
+    net_ = nn::make_int8_net(*fp32_, kernels::best_isa(), cfg.int8.batchnorm);
     macs_ = fp32_->forward_macs_per_sample();
     fp32_.reset();  // only its layer sequence was needed
     c_ = config::resolve_partition(cfg.method, net_->num_parametric());
@@ -37,6 +37,7 @@ class Int8Engine final : public Engine {
     trainer_ = std::make_unique<Int8Trainer>(*net_, o);
     estimator_ = make_estimator(cfg.zo.estimator, static_cast<int>(cfg.zo.queries));
     sign_ = cfg.int8.sign;
+    b_bp_ = config::resolve_b_bp(cfg);
     const std::size_t in = net_->input_shape().numel() * static_cast<std::size_t>(batch);
     points_ = config::dataset(cfg.data.dataset).input == config::InputKind::kPoints;
     (points_ ? coords_.resize(in) : pixels_.resize(in));
@@ -80,13 +81,16 @@ class Int8Engine final : public Engine {
   json hyperparameters() const override {
     return {{"int8", {{"r_max", cfg_.int8.r_max}, {"sign", config::name(cfg_.int8.sign)}}}};
   }
-  void write_effective(config::ExperimentConfig& cfg) const override { cfg.train.batch_size = batch_; }
+  void write_effective(config::ExperimentConfig& cfg) const override {
+    cfg.train.batch_size = batch_;
+    cfg.int8.b_bp = b_bp_;
+  }
 
   json begin_epoch(std::int64_t epoch) override {
     const double p_zero = cfg_.int8.p_zero.at(epoch);
     h_.r_max = static_cast<int>(cfg_.int8.r_max);
     h_.b_zo = static_cast<int>(cfg_.int8.b_zo.at(epoch));
-    h_.b_bp = static_cast<int>(cfg_.int8.b_bp.at(epoch));
+    h_.b_bp = static_cast<int>(b_bp_.at(epoch));
     h_.zero_threshold = static_cast<std::uint64_t>(std::llround(std::ldexp(p_zero, 32)));
     return {{"r_max", h_.r_max}, {"b_zo", h_.b_zo}, {"b_bp", h_.b_bp}, {"p_zero", p_zero}};
   }
@@ -212,6 +216,7 @@ class Int8Engine final : public Engine {
   std::unique_ptr<Int8Trainer> trainer_;
   std::unique_ptr<ZoEstimator> estimator_;
   Int8Sign sign_ = Int8Sign::kFloat;
+  config::Schedule b_bp_;
   Int8Hyper h_;
   bool points_ = false;
   std::vector<std::uint8_t> pixels_, labels_;

@@ -53,6 +53,11 @@ Int8Plan::Int8Plan(const nn::Int8Net& net, const Int8PlanOptions& o) {
   if (tail >= 0)
     h_tail_max_ = arena_.reserve<std::int32_t>("pool running max (int32)",
                                                 B * net.layer(tail + 2).out.numel());
+  if (tail >= 0 && net.layer(tail).norm) {
+    const std::size_t C = net.layer(tail + 2).out.numel();
+    h_tail_sums_ = arena_.reserve<std::int64_t>("BatchNorm sums (int64)", 2 * C);
+    h_tail_ext_ = arena_.reserve<std::int32_t>("BatchNorm extremes (int32)", 2 * C);
+  }
   if (scratch > 0) h_scratch_ = arena_.reserve<std::int8_t>("conv scratch", scratch);  // bytes
   if (o.partition > 0)
     h_plus_ = arena_.reserve<std::int8_t>("+ pass logits (int8)", B * static_cast<std::size_t>(net.num_classes()));

@@ -89,9 +89,18 @@ int Int8Trainer::forward_tail(int n, int ex) {
   std::int32_t* acc = plan_.acc();
   std::int32_t* mx = plan_.tail_max();
   std::uint32_t maxabs = 0;
+  // Integer BatchNorm (docs/design.md §5.8): per channel Σy, Σy² and the extremes of y.
+  std::int64_t* sums = plan_.tail_norm_sums();    // [2C] when l.norm
+  std::int32_t* ext = plan_.tail_norm_extremes();  // [2C]: min, max
+  if (l.norm) {
+    ZT_CHECK_MSG(kernels::batchnorm_sums_fit(rows, static_cast<int>(K)),
+                 "int8 BatchNorm: batch × points too large for its int64 sums");
+    std::fill(sums, sums + 2 * C, std::int64_t{0});
+  }
   for (std::size_t r0 = 0; r0 < rows; r0 += plan_.tail_rows) {
     const std::size_t nr = std::min(plan_.tail_rows, rows - r0);
     net_.point_product(tail, nr, x + r0 * K, acc);
+    if (l.norm) kernels::batchnorm_accumulate(nr, static_cast<int>(C), acc, sums, sums + C);
     for (std::size_t r = r0; r < r0 + nr; ++r) {
       const std::int32_t* a = acc + (r - r0) * C;
       std::int32_t* m = mx + (r / N) * C;
@@ -100,8 +109,28 @@ int Int8Trainer::forward_tail(int n, int ex) {
         const std::uint32_t mag = kernels::magnitude(a[c]);
         maxabs = mag > maxabs ? mag : maxabs;
         m[c] = first || a[c] > m[c] ? a[c] : m[c];
+        if (l.norm) {
+          ext[c] = r == 0 || a[c] < ext[c] ? a[c] : ext[c];
+          ext[C + c] = r == 0 || a[c] > ext[C + c] ? a[c] : ext[C + c];
+        }
       }
     }
+  }
+  int base = ex + l.exponent;
+  if (l.norm) {
+    // x̂ is monotone non-decreasing in y, so each channel's largest |x̂| is at its extremes and
+    // the pool of x̂ is x̂ of the pool: the same bits as normalising the whole tensor.
+    kernels::ChannelNorm* nrm = l.norm_state.data();
+    kernels::batchnorm_finish(rows, static_cast<int>(C), sums, sums + C, nrm);
+    maxabs = 0;
+    for (std::size_t c = 0; c < C; ++c) {
+      const std::uint32_t lo = kernels::magnitude(kernels::batchnorm_apply(ext[c], nrm[c]));
+      const std::uint32_t hi = kernels::magnitude(kernels::batchnorm_apply(ext[C + c], nrm[c]));
+      maxabs = std::max({maxabs, lo, hi});
+    }
+    for (std::size_t i = 0; i < static_cast<std::size_t>(n) * C; ++i)
+      mx[i] = kernels::batchnorm_apply(mx[i], nrm[i % C]);
+    base = -kernels::kNormFracBits;
   }
   // requantize_s32_s8's shift for the whole tensor, then ReLU of each pooled value.
   const int b = kernels::bitlen(maxabs);
@@ -111,7 +140,8 @@ int Int8Trainer::forward_tail(int n, int ex) {
     const std::int8_t v = kernels::clamp_s8(kernels::round_shift(mx[i], shift));
     pooled[i] = v > 0 ? v : 0;
   }
-  return ex + l.exponent + shift;
+  if (l.norm) l.norm_exp = base + shift;
+  return base + shift;
 }
 
 void Int8Trainer::begin(const std::int8_t* x, int exponent, int n) {
@@ -167,7 +197,7 @@ void Int8Trainer::backprop(const std::uint8_t* labels, std::uint64_t step_seed,
   int cur = 0;
   for (int i = layers - 1; i >= seg; --i) {
     std::int8_t* e_in = i > seg ? err[1 - cur] : nullptr;
-    net_.backward(i, n_, act(i - 1), err[cur], e_in, acc, grad, h.b_bp, scratch);
+    net_.backward(i, n_, act(i - 1), act(i), err[cur], e_in, acc, grad, h.b_bp, scratch);
     cur = 1 - cur;
   }
 }

@@ -269,7 +269,7 @@ TEST(ConfigTest, RoundTrip) {
 TEST(ConfigTest, DumpAndHelpListEveryKey) {
   const std::string dump = to_json_text(ExperimentConfig{});
   const std::string help = keys_help();
-  ASSERT_EQ(key_names().size(), 41u);
+  ASSERT_EQ(key_names().size(), 42u);
   for (const std::string& k : key_names()) {
     const std::string leaf = k.substr(k.rfind('.') + 1);
     EXPECT_NE(dump.find("\"" + leaf + "\""), std::string::npos) << k;
@@ -364,7 +364,13 @@ TEST(ConfigInt8Test, Defaults) {
   EXPECT_EQ(c.int8.r_max, 3);
   EXPECT_EQ(name(c.int8.sign), "float");
   EXPECT_EQ(c.int8.b_zo.points, (Points{{0, 1}}));
-  EXPECT_EQ(c.int8.b_bp.points, (Points{{0, 5}, {20, 4}, {50, 3}}));
+  EXPECT_TRUE(c.int8.b_bp.points.empty());  // auto
+  EXPECT_EQ(resolve_b_bp(c).points, (Points{{0, 5}, {20, 4}, {50, 3}}));  // LeNet-5: NITI's
+  const std::string pn = R"("model": {"arch": "pointnet"}, "data": {"dataset": "modelnet40"})";
+  EXPECT_EQ(resolve_b_bp(parse("{" + pn + "}")).points, (Points{{0, 3}, {20, 2}, {50, 1}}));
+  EXPECT_EQ(resolve_b_bp(parse("{" + pn + R"(, "int8": {"b_bp": 4}})")).points, (Points{{0, 4}}));
+  EXPECT_TRUE(parse(R"({"int8": {"b_bp": "auto"}})", {"int8.b_bp=6", "int8.b_bp=auto"})
+                  .int8.b_bp.points.empty());
   EXPECT_EQ(c.int8.p_zero.points, (Points{{0, 0.33}, {20, 0.5}, {50, 0.9}}));
   const std::int64_t epochs[] = {0, 19, 20, 49, 50, 100};
   const double b_bp[] = {5, 5, 4, 4, 3, 3};
@@ -372,7 +378,7 @@ TEST(ConfigInt8Test, Defaults) {
   for (int i = 0; i < 6; ++i) {
     SCOPED_TRACE(epochs[i]);
     EXPECT_EQ(c.int8.b_zo.at(epochs[i]), 1.0);
-    EXPECT_EQ(c.int8.b_bp.at(epochs[i]), b_bp[i]);
+    EXPECT_EQ(resolve_b_bp(c).at(epochs[i]), b_bp[i]);
     EXPECT_EQ(c.int8.p_zero.at(epochs[i]), p_zero[i]);
   }
   // The parsed defaults are the struct's defaults.
@@ -449,9 +455,7 @@ TEST(ConfigInt8Test, DumpWritesConstantsAsNumbers) {
   EXPECT_NE(dump.find("\"r_max\": 3,"), std::string::npos) << dump;
   EXPECT_NE(dump.find("\"sign\": \"float\""), std::string::npos) << dump;
   const std::string def = to_json_text(ExperimentConfig{});
-  EXPECT_NE(def.find("\"b_bp\": {\n      \"0\": 5,\n      \"20\": 4,\n      \"50\": 3\n    }"),
-            std::string::npos)
-      << def;
+  EXPECT_NE(def.find("\"b_bp\": \"auto\","), std::string::npos) << def;
   EXPECT_NE(def.find("\"0\": 0.33,"), std::string::npos) << def;
   EXPECT_NE(def.find("\"batch_size\": \"auto\","), std::string::npos) << def;
 }
@@ -502,7 +506,7 @@ TEST(ConfigInt8Test, ScheduleErrorsNameTheKey) {
       {R"({"int8": {"b_bp": [5, 4]}})", "key 'int8.b_bp' must be",
        "schedule {\"0\": value, \"<epoch>\": value, ...}, got [5,4]"},
       {R"({"int8": {"p_zero": true}})", "key 'int8.p_zero' must be a number in [0, 1)"},
-      {R"({"int8": {"b_bp": null}})", "key 'int8.b_bp' must be"},
+      {R"({"int8": {"b_bp": "fast"}})", "key 'int8.b_bp' must be"},
       {R"({"int8": {"r_max": 2.5}})", "key 'int8.r_max' must be an integer"},
       {R"({"int8": 3})", "key 'int8' is a section and must be an object"},
       {R"({"int8": {"bbp": 3}})", "unknown key 'int8.bbp' (did you mean 'int8.b_bp'?)"},
@@ -574,8 +578,8 @@ TEST(ConfigInt8Test, KeysHelp) {
   EXPECT_NE(help.find("  int8.r_max (integer in [1, 127], default 3): perturbation range"),
             std::string::npos)
       << help;
-  EXPECT_NE(help.find("  int8.b_bp (integer in [1, 15] or {\"epoch\": value} schedule, default "
-                      "{\"0\":5,\"20\":4,\"50\":3}): "),
+  EXPECT_NE(help.find("  int8.b_bp (integer in [1, 15] or {\"epoch\": value} schedule or auto, "
+                      "default \"auto\"): "),
             std::string::npos)
       << help;
   EXPECT_NE(help.find("  int8.p_zero (number in [0, 1) or {\"epoch\": value} schedule, default "

@@ -129,10 +129,10 @@ struct PointRun {
   std::size_t planned = 0;
 };
 
-PointRun train_points(int points, int partition, bool lean, int steps) {
+PointRun train_points(int points, int partition, bool lean, int steps, bool batchnorm = true) {
   constexpr int kB = 4;
   auto fp32 = nn::make_pointnet(points, kernels::Isa::kReference);
-  auto net = nn::make_int8_net(*fp32, kernels::best_isa());
+  auto net = nn::make_int8_net(*fp32, kernels::best_isa(), batchnorm);
   nn::init_niti(*net, 5);
   Int8TrainerOptions o;
   o.partition = partition;
@@ -161,12 +161,34 @@ PointRun train_points(int points, int partition, bool lean, int steps) {
   return r;
 }
 
+TEST(Int8Net, BatchNormFoldsIntoThePerPointLayers) {
+  auto fp32 = nn::make_pointnet(32, kernels::Isa::kReference);
+  for (bool bn : {true, false}) {
+    auto net = nn::make_int8_net(*fp32, kernels::Isa::kReference, bn);
+    int norm = 0;
+    for (int i = 0; i < net->size(); ++i) {
+      const nn::Int8Layer& l = net->layer(i);
+      EXPECT_NE(l.op, nn::LayerOp::kBatchNorm);
+      if (l.norm) {
+        EXPECT_EQ(l.op, nn::LayerOp::kPointLinear) << l.name;
+        ++norm;
+      }
+    }
+    EXPECT_EQ(norm, bn ? 5 : 0);
+    EXPECT_EQ(net->num_weights(), 147648u + 666408u - 512u - 256u - 40u);  // no biases, no γ, β
+  }
+}
+
+// With the integer BatchNorm (docs/design.md §5.8) the stream also gathers the channels'
+// statistics and extremes; without it (int8.batchnorm false) it is plain NITI.
 TEST(Int8LeanTail, SameWeightsAsWholeBatchForward) {
+  for (bool bn : {true, false}) {
   for (int points : {64, 80}) {
     for (int c : {5, 6, 8}) {
-      const PointRun whole = train_points(points, c, false, 4);
-      const PointRun lean = train_points(points, c, true, 4);
-      const std::string what = "N " + std::to_string(points) + " C " + std::to_string(c);
+      const PointRun whole = train_points(points, c, false, 4, bn);
+      const PointRun lean = train_points(points, c, true, 4, bn);
+      const std::string what = "N " + std::to_string(points) + " C " + std::to_string(c) +
+                               (bn ? " batchnorm" : " no batchnorm");
       EXPECT_FALSE(whole.lean) << what;
       EXPECT_TRUE(lean.lean) << what;
       EXPECT_EQ(lean.weights, whole.weights) << what;
@@ -174,6 +196,7 @@ TEST(Int8LeanTail, SameWeightsAsWholeBatchForward) {
       EXPECT_EQ(lean.exponent, whole.exponent) << what;
       EXPECT_LT(lean.planned, whole.planned) << what;
     }
+  }
   }
   // The tail in the backprop part: no streaming.
   EXPECT_FALSE(train_points(64, 4, true, 1).lean);

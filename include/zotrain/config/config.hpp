@@ -77,9 +77,11 @@ struct Schedule {
 struct Int8Config {
   std::int64_t r_max = 3;              // perturbation u uniform in [-r_max, r_max]
   Schedule b_zo{{{0, 1.0}}};           // bits of the int8 ZO update
-  Schedule b_bp{{{0, 5.0}, {20, 4.0}, {50, 3.0}}};        // bits of the NITI BP update (the lr)
+  Schedule b_bp;                       // bits of the NITI BP update (the lr); empty = auto
+                                       // (resolve_b_bp(): per architecture)
   Schedule p_zero{{{0, 0.33}, {20, 0.5}, {50, 0.9}}};     // sparsity of the perturbation
   Int8Sign sign = Int8Sign::kFloat;   // float (INT8) | integer (INT8*, fixed point) | integer_eq12
+  bool batchnorm = true;               // PointNet: integer BatchNorm (docs/design.md §5.8)
 };
 struct OutputConfig {
   std::string dir = "";                // empty = runs/<name>
@@ -142,6 +144,9 @@ std::int64_t resolve_batch_size(const ExperimentConfig& cfg);
 // elastic_zo the partition alone is the knob, C = 0 (Full BP) and C = L (Full ZO) included.
 // Throws zt::Error naming `method.partition` when C > L.
 int resolve_partition(const MethodConfig& m, int num_layers);
+// int8.b_bp, "auto" resolved: LeNet-5 5 / 4 from epoch 20 / 3 from 50 (NITI's), PointNet
+// 3 / 2 / 1 at the same epochs (docs/design.md §5.5).
+Schedule resolve_b_bp(const ExperimentConfig& cfg);
 // The method a run with partition C of L layers is: Full BP at C = 0, Full ZO at C = L,
 // ElasticZO between.
 Method effective_method(int partition, int num_layers);

@@ -16,7 +16,7 @@ namespace zt {
 // The element types a buffer may hold.
 template <class T>
 concept ArenaElement = std::is_same_v<T, float> || std::is_same_v<T, std::int32_t> ||
-                       std::is_same_v<T, std::int8_t>;
+                       std::is_same_v<T, std::int8_t> || std::is_same_v<T, std::int64_t>;
 
 class Arena {
  public:
@@ -44,7 +44,10 @@ class Arena {
   static constexpr std::size_t kUnit = 4;  // storage granularity in bytes
   template <class T>
   static constexpr int type_tag() {
-    return std::is_same_v<T, float> ? 0 : std::is_same_v<T, std::int32_t> ? 1 : 2;
+    return std::is_same_v<T, float>          ? 0
+           : std::is_same_v<T, std::int32_t> ? 1
+           : std::is_same_v<T, std::int8_t>  ? 2
+                                             : 3;
   }
   int reserve_bytes(const std::string& name, std::size_t bytes, int type);
   void* base(int handle, int type) const;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "zotrain/core/shape.hpp"
+#include "zotrain/kernels/batchnorm_s8.hpp"
 #include "zotrain/kernels/conv2d_s8.hpp"
 #include "zotrain/kernels/elementwise_s8.hpp"
 #include "zotrain/kernels/isa.hpp"
@@ -24,7 +25,7 @@
 namespace zt::nn {
 
 // A layer's op is the FP32 layer's (nn/network_desc.hpp) minus BatchNorm, which an int8 network
-// does not have: kPointLinear is a linear layer applied to every point ([N, K] → [N, M] per
+// folds into the PointLinear before it (Int8Layer::norm) or leaves out: kPointLinear is a linear layer applied to every point ([N, K] → [N, M] per
 // sample), kMaxPoolPoints the max over points ([N, C] → [C]).
 
 struct Int8Layer {
@@ -35,6 +36,13 @@ struct Int8Layer {
   std::vector<int> weight_shape;    // parametric layers: [O, C, k, k] or [N, K]
   std::size_t weight_offset = 0, weight_count = 0;
   int exponent = 0;                 // e_W
+  // kPointLinear followed by BatchNorm in the FP32 model: its product is standardised per
+  // channel with the batch's statistics (integer BatchNorm, docs/design.md §5.8) before the
+  // requantisation; the statistics and x̂'s exponent of the last forward pass are kept here for
+  // the backward pass.
+  bool norm = false;
+  mutable std::vector<kernels::ChannelNorm> norm_state;
+  mutable int norm_exp = 0;
   bool parametric() const { return weight_count > 0; }
   bool matmul() const {
     return op == LayerOp::kConv2d || op == LayerOp::kLinear || op == LayerOp::kPointLinear;
@@ -79,8 +87,10 @@ class Int8Net {
   // Backward of layer i: e_out [B, out] → e_in [B, in] (skipped when e_in is null; matmul
   // layers via acc [B, in] int32 and RoundShift requantisation, with the pre-update weights),
   // then, for a parametric layer, G = Σ e_out ⊗ x in grad [weight_count] int32 and the b_bp-bit
-  // update of its weights (docs/design.md §5.5). x is the layer's forward input.
-  void backward(int i, int batch, const std::int8_t* x, const std::int8_t* e_out,
+  // update of its weights (docs/design.md §5.5). x is the layer's forward input, y its forward
+  // output. A normalised PointLinear first turns e_out (the error of x̂) into the error of its
+  // product, in place (docs/design.md §5.8).
+  void backward(int i, int batch, const std::int8_t* x, const std::int8_t* y, std::int8_t* e_out,
                 std::int8_t* e_in, std::int32_t* acc, std::int32_t* grad, int b_bp,
                 void* scratch);
 
@@ -90,6 +100,7 @@ class Int8Net {
   std::vector<Int8Layer> layers_;
   std::vector<int> parametric_;
   std::vector<std::int8_t> weights_;
+  mutable std::vector<std::int64_t> norm_sums_;  // scratch of the integer BatchNorm: 2·C
   kernels::LinearForwardS8Fn linear_fwd_;
   kernels::LinearBackwardInputS8Fn linear_bwd_in_;
   kernels::LinearBackwardWeightsS8Fn linear_bwd_w_;

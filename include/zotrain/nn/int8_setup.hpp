@@ -12,8 +12,11 @@
 namespace zt::nn {
 
 // The int8 counterpart of an FP32 model: same layers and shapes, weights without biases.
+// `batchnorm`: a BatchNorm after a per-point linear layer becomes that layer's integer
+// standardisation (docs/design.md §5.8); false drops it, as NITI would. Models without
+// BatchNorm (LeNet-5) are the same either way.
 // Throws zt::Error for a layer kind int8 training does not support.
-std::unique_ptr<Int8Net> make_int8_net(Model& model, kernels::Isa isa);
+std::unique_ptr<Int8Net> make_int8_net(Model& model, kernels::Isa isa, bool batchnorm = true);
 
 // NITI initialisation (docs/design.md §5.7): Xavier-uniform w with a = sqrt(6 / (fan_in +
 // fan_out)), R = max|w|, e_W = ceil(log2 R) − 7, W = round(w / R · 127). Deterministic for a seed.

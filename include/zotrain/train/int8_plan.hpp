@@ -52,13 +52,21 @@ class Int8Plan {
     return h_plus_ >= 0 ? arena_.get<std::int8_t>(h_plus_) : nullptr;
   }
   std::int32_t* tail_max() const { return arena_.get<std::int32_t>(h_tail_max_); }  // [B, C]
+  // Lean tail of a normalised PointLinear (docs/design.md §5.8): per channel Σy, Σy² [2C] and
+  // min, max of y [2C]; null otherwise.
+  std::int64_t* tail_norm_sums() const {
+    return h_tail_sums_ >= 0 ? arena_.get<std::int64_t>(h_tail_sums_) : nullptr;
+  }
+  std::int32_t* tail_norm_extremes() const {
+    return h_tail_ext_ >= 0 ? arena_.get<std::int32_t>(h_tail_ext_) : nullptr;
+  }
   const Arena& arena() const { return arena_; }
 
  private:
   Arena arena_;
   std::vector<int> h_kept_;  // per layer: handle of its kept output, −1 = ping-pong
   int h_pingpong_[2] = {-1, -1}, h_acc_ = -1, h_grad_ = -1, h_err_[2] = {-1, -1},
-      h_scratch_ = -1, h_plus_ = -1, h_tail_max_ = -1;
+      h_scratch_ = -1, h_plus_ = -1, h_tail_max_ = -1, h_tail_sums_ = -1, h_tail_ext_ = -1;
 };
 
 }  // namespace zt::train

@@ -1,0 +1,54 @@
+// Integer batch normalisation of int8 PointNet (docs/design.md §5.8): the per-point linear
+// layers' int32 products are standardised per channel with the batch's statistics over every
+// row (sample × point), in integer arithmetic only (int64 sums, an integer square root, a
+// fixed-point reciprocal), before the usual per-tensor requantisation. No affine γ, β (an int8
+// network has no biases either). Backward is the exact BatchNorm gradient of the standardised
+// output, rounded like every other error. Integer-only: compiled with -mgeneral-regs-only in
+// the aarch64 check build. One plain path: these passes are a few per cent of the products.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace zt::kernels {
+
+// The standardised value x̂ = (y − μ) / σ is formed with kNormFracBits fractional bits
+// (an int32 with exponent −kNormFracBits), through a reciprocal of σ with kNormRecipBits more.
+inline constexpr int kNormFracBits = 8;
+inline constexpr int kNormRecipBits = 16;
+
+// Per channel: the rounded mean and round(2^(F+R) / σ), σ = max(1, ⌊√var⌋).
+struct ChannelNorm {
+  std::int64_t mean = 0;
+  std::int64_t recip = 0;
+};
+
+// The largest rows·(max |y|)² the int64 sums may see: callers check
+// rows · (127² · K)² < 2^62 (K = the product's inner dimension).
+bool batchnorm_sums_fit(std::size_t rows, int inner);
+
+// Streaming statistics: adds Σy and Σy² of y [rows, C] per channel into s1, s2.
+void batchnorm_accumulate(std::size_t rows, int C, const std::int32_t* y, std::int64_t* s1,
+                          std::int64_t* s2);
+// From the sums over `rows` rows: μ = round(Σy / rows), var = Σ(y − μ)² / rows (floor),
+// σ = max(1, isqrt(var)), recip = round(2^(F+R) / σ).
+void batchnorm_finish(std::size_t rows, int C, const std::int64_t* s1, const std::int64_t* s2,
+                      ChannelNorm* norm);
+// x̂ · 2^F = RoundShift((y − μ) · recip, R), saturated to int32. Monotone non-decreasing in y.
+std::int32_t batchnorm_apply(std::int32_t y, const ChannelNorm& n);
+
+// Whole tensor: statistics of acc [rows, C], then acc ← x̂ · 2^F in place.
+// `sums` is scratch for 2·C int64.
+void batchnorm_forward_s32(std::size_t rows, int C, std::int32_t* acc, ChannelNorm* norm,
+                           std::int64_t* sums);
+
+// Backward: e [rows, C] is the error of x̂ (int8, any exponent), xhat the int8 x̂ of the forward
+// pass with exponent xhat_exp (its real value xhat · 2^xhat_exp). Overwrites e with the error of
+// y, RoundShift-requantised to 7 bits for the whole tensor (its scale is dropped, as NITI's
+// weight update normalises it away):
+//   dy = (1/σ) · (e − mean(e) − x̂ · mean(e · x̂)).
+// `sums` is scratch for 2·C int64.
+void batchnorm_backward_s8(std::size_t rows, int C, const std::int8_t* xhat, int xhat_exp,
+                           std::int8_t* e, const ChannelNorm* norm, std::int64_t* sums);
+
+}  // namespace zt::kernels

@@ -1,0 +1,152 @@
+// Integer-only (compiled with -mgeneral-regs-only in the aarch64 check build).
+#include "zotrain/kernels/batchnorm_s8.hpp"
+
+#include <bit>
+
+#include "zotrain/core/error.hpp"
+#include "zotrain/kernels/quant.hpp"
+
+namespace zt::kernels {
+namespace {
+
+constexpr std::uint64_t magnitude64(std::int64_t x) {
+  return x < 0 ? 0u - static_cast<std::uint64_t>(x) : static_cast<std::uint64_t>(x);
+}
+constexpr int bitlen64(std::uint64_t m) { return m == 0 ? 0 : 64 - std::countl_zero(m); }
+
+// RoundShift of an int64 (magnitude, ties away from zero, sign put back), s ≥ 0.
+constexpr std::int64_t round_shift64(std::int64_t x, int s) {
+  if (s <= 0) return x;
+  const std::uint64_t m = (magnitude64(x) + (std::uint64_t{1} << (s - 1))) >> s;
+  return x < 0 ? -static_cast<std::int64_t>(m) : static_cast<std::int64_t>(m);
+}
+
+// Rounded quotient (ties away from zero) of x by d > 0.
+constexpr std::int64_t round_div(std::int64_t x, std::int64_t d) {
+  const std::uint64_t q = (magnitude64(x) + static_cast<std::uint64_t>(d) / 2) /
+                          static_cast<std::uint64_t>(d);
+  return x < 0 ? -static_cast<std::int64_t>(q) : static_cast<std::int64_t>(q);
+}
+
+// ⌊√v⌋ bit by bit.
+std::uint64_t isqrt(std::uint64_t v) {
+  std::uint64_t r = 0, bit = std::uint64_t{1} << 62;
+  while (bit > v) bit >>= 2;
+  while (bit != 0) {
+    if (v >= r + bit) {
+      v -= r + bit;
+      r = (r >> 1) + bit;
+    } else {
+      r >>= 1;
+    }
+    bit >>= 2;
+  }
+  return r;
+}
+
+constexpr std::int64_t kInt32Max = 2147483647;
+
+}  // namespace
+
+bool batchnorm_sums_fit(std::size_t rows, int inner) {
+  const int b = bitlen64(static_cast<std::uint64_t>(rows)) +
+                2 * bitlen64(std::uint64_t{127} * 127 * static_cast<std::uint64_t>(inner));
+  return b <= 62;
+}
+
+void batchnorm_accumulate(std::size_t rows, int C, const std::int32_t* y, std::int64_t* s1,
+                          std::int64_t* s2) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::int32_t* row = y + r * static_cast<std::size_t>(C);
+    for (int c = 0; c < C; ++c) {
+      const std::int64_t v = row[c];
+      s1[c] += v;
+      s2[c] += v * v;
+    }
+  }
+}
+
+void batchnorm_finish(std::size_t rows, int C, const std::int64_t* s1, const std::int64_t* s2,
+                      ChannelNorm* norm) {
+  ZT_CHECK(rows > 0);
+  const std::int64_t m = static_cast<std::int64_t>(rows);
+  for (int c = 0; c < C; ++c) {
+    const std::int64_t mu = round_div(s1[c], m);
+    // Σ(y − μ)² = Σy² − 2μΣy + mμ², exact for the integer μ.
+    const std::int64_t ss = s2[c] - 2 * mu * s1[c] + m * mu * mu;
+    std::uint64_t sigma = isqrt(static_cast<std::uint64_t>(ss > 0 ? ss : 0) /
+                                static_cast<std::uint64_t>(m));
+    if (sigma == 0) sigma = 1;
+    const std::uint64_t one = std::uint64_t{1} << (kNormFracBits + kNormRecipBits);
+    norm[c].mean = mu;
+    norm[c].recip = static_cast<std::int64_t>((one + sigma / 2) / sigma);
+  }
+}
+
+std::int32_t batchnorm_apply(std::int32_t y, const ChannelNorm& n) {
+  const std::int64_t v = round_shift64((static_cast<std::int64_t>(y) - n.mean) * n.recip,
+                                       kNormRecipBits);
+  return static_cast<std::int32_t>(v > kInt32Max ? kInt32Max : (v < -kInt32Max ? -kInt32Max : v));
+}
+
+void batchnorm_forward_s32(std::size_t rows, int C, std::int32_t* acc, ChannelNorm* norm,
+                           std::int64_t* sums) {
+  std::int64_t* s1 = sums;
+  std::int64_t* s2 = sums + C;
+  for (int c = 0; c < 2 * C; ++c) sums[c] = 0;
+  batchnorm_accumulate(rows, C, acc, s1, s2);
+  batchnorm_finish(rows, C, s1, s2, norm);
+  for (std::size_t r = 0; r < rows; ++r) {
+    std::int32_t* row = acc + r * static_cast<std::size_t>(C);
+    for (int c = 0; c < C; ++c) row[c] = batchnorm_apply(row[c], norm[c]);
+  }
+}
+
+void batchnorm_backward_s8(std::size_t rows, int C, const std::int8_t* xhat, int xhat_exp,
+                           std::int8_t* e, const ChannelNorm* norm, std::int64_t* sums) {
+  ZT_CHECK(rows > 0);
+  // Scaled by rows · 2^(−2 xhat_exp) · σ (common to every element, so dropped):
+  //   T = (rows · e − Σe) · 2^k − x̂ · Σ(e · x̂),  k = −2 · xhat_exp,
+  // then dy = T · rb with rb ∝ 1/σ, at most 2^12 (the channels' reciprocals share one shift).
+  const int k = -2 * xhat_exp;
+  ZT_CHECK_MSG(k >= -8 && k <= 2 * (kNormFracBits + 1), "batchnorm_backward_s8: x̂ exponent out of range");
+  std::int64_t* a = sums;      // Σ e
+  std::int64_t* b = sums + C;  // Σ e · x̂
+  for (int c = 0; c < 2 * C; ++c) sums[c] = 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::size_t o = r * static_cast<std::size_t>(C);
+    for (int c = 0; c < C; ++c) {
+      a[c] += e[o + static_cast<std::size_t>(c)];
+      b[c] += static_cast<std::int64_t>(e[o + static_cast<std::size_t>(c)]) * xhat[o + static_cast<std::size_t>(c)];
+    }
+  }
+  std::uint64_t rmax = 0;
+  for (int c = 0; c < C; ++c) rmax = magnitude64(norm[c].recip) > rmax ? magnitude64(norm[c].recip) : rmax;
+  const int rs = bitlen64(rmax) > 12 ? bitlen64(rmax) - 12 : 0;
+  const std::int64_t m = static_cast<std::int64_t>(rows);
+  auto dy = [&](std::size_t o, int c) {
+    const std::int64_t u = m * e[o] - a[c];
+    const std::int64_t v = static_cast<std::int64_t>(xhat[o]) * b[c];
+    const std::int64_t t = k >= 0 ? u * (std::int64_t{1} << k) - v : u - v * (std::int64_t{1} << -k);
+    return t * round_shift64(norm[c].recip, rs);
+  };
+  std::uint64_t mx = 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::size_t o = r * static_cast<std::size_t>(C);
+    for (int c = 0; c < C; ++c) {
+      const std::uint64_t v = magnitude64(dy(o + static_cast<std::size_t>(c), c));
+      mx = v > mx ? v : mx;
+    }
+  }
+  const int bl = bitlen64(mx);
+  const int s = bl > kInt8Bits ? bl - kInt8Bits : 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::size_t o = r * static_cast<std::size_t>(C);
+    for (int c = 0; c < C; ++c) {
+      const std::size_t i = o + static_cast<std::size_t>(c);
+      e[i] = clamp_s8(round_shift64(dy(i, c), s));
+    }
+  }
+}
+
+}  // namespace zt::kernels
