@@ -9,7 +9,8 @@ zotrain="$1" repo="$2" out="$3/reproduce"
 command -v parallel >/dev/null || { echo "no GNU parallel: skipped"; exit 77; }
 /usr/bin/python3 -c "import matplotlib" 2>/dev/null || { echo "no python3-matplotlib: skipped"; exit 77; }
 rm -rf "${out}"
-mkdir -p "${out}"
+mkdir -p "${out}/tmp"
+export TMPDIR="${out}/tmp"  # the sweep jobs' core-share locks: this test's own (tests/cli/sweep.sh)
 fail() { echo "FAIL: $*" >&2; exit 1; }
 common=(--zotrain "${zotrain}" --out "${out}" --datasets mnist
         --mnist-root "${repo}/data/mnist-subset" --jobs 2)

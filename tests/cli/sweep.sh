@@ -10,7 +10,10 @@ command -v parallel >/dev/null || { echo "no GNU parallel (apt-get install paral
 sweep="${repo}/scripts/sweep"
 cfg="${repo}/tests/fixtures/tiny.json"
 rm -rf "${out}"
-mkdir -p "${out}"
+mkdir -p "${out}/tmp"
+# The jobs' core-share locks live in the temporary directory: a test of its own, so that sweeps
+# running elsewhere on this machine neither hold this test's jobs back nor are held back by them.
+export TMPDIR="${out}/tmp"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 field() {  # csv run column
   python3 - "$1" "$2" "$3" <<'PY'
@@ -70,4 +73,18 @@ grep -q "interrupted: checkpoint saved" "${out}/killed/logs/tiny.log" || fail "z
 grep -q "interrupted earlier; resuming" "${out}/killed/logs/tiny.log" || fail "the rerun did not resume"
 got="$(field "${out}/killed/results.csv" tiny weights_digest)"
 [[ "${got}" == "${ref}" ]] || fail "resumed weights ${got} != uninterrupted ${ref}"
-echo "sweep: grid, skip, kill and resume all fine (digest ${got})"
+# 4. Every core share held (by another sweep): a job waits for one instead of running on all
+#    cores beside them, says so, and runs once a share is free.
+uid="$(id -u)"
+flock "${TMPDIR}/zotrain-sweep-${uid}-share-0.lock" sleep 3 &
+flock "${TMPDIR}/zotrain-sweep-${uid}-share-1.lock" sleep 3 &
+sleep 0.5
+start=$(date +%s)
+"${sweep}" --zotrain "${zotrain}" --config "${cfg}" --out "${out}/busy" --set train.max_steps=2 \
+  --jobs 2 > /dev/null 2> "${out}/busy.log" || fail "the sweep with busy shares failed: $(cat "${out}/busy.log")"
+wait
+grep -q "core shares are busy; waiting" "${out}/busy.log" || fail "no wait reported: $(cat "${out}/busy.log")"
+(( $(date +%s) - start >= 2 )) || fail "the job did not wait for a free share"
+grep -q "cores \[[0-9]*\]" "${out}/busy/logs/tiny.log" ||
+  fail "the job did not run on a share of its own: $(head -1 "${out}/busy/logs/tiny.log")"
+echo "sweep: grid, skip, kill and resume, waiting for a core share all fine (digest ${got})"
