@@ -16,6 +16,10 @@ ln -s "${src}/scripts" "${work}/scripts"
 ln -s "${src}/data/mnist-subset" "${work}/data/mnist-subset"
 ln -s "${bin_dir}/zotrain" "${work}/build/host/zotrain"
 export PATH="${bin_dir}:${PATH}"
+# The README's sweep takes core-share locks in the temporary directory: this test's own, so a
+# sweep running elsewhere on the machine does not hold it back (tests/cli/sweep.sh).
+mkdir -p "${work}/tmp"
+export TMPDIR="${work}/tmp"
 
 # Splits the README into block files <n>.<mode>.<line>.sh, mode = test | last | skip | none.
 awk -v dir="${work}" '
