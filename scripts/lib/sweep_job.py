@@ -11,8 +11,9 @@ run directory, so a sweep can be killed and started again:
   - otherwise: a fresh run (replacing what a run killed before its first checkpoint left).
 The job claims one of N equal shares of this host's cores (a lock file per share in the
 temporary directory, held for the job's life; when every share is taken, e.g. by another sweep
-on this host, it waits for one), pins itself to them and gives zotrain that many threads. zotrain's stderr goes to the job's log file; exec keeps its exit code and its signal
-handling (SIGTERM or SIGINT: checkpoint, exit 143 / 130).
+on this host, it waits for one), pins itself to them and gives zotrain that many threads.
+zotrain's stderr goes to the job's log file; exec keeps its exit code and its signal handling
+(SIGTERM or SIGINT: checkpoint, exit 143 / 130).
 Standard library only: boards have python3 but may lack anything else.
 """
 import argparse
