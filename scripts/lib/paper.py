@@ -117,23 +117,32 @@ def table1_lenet_run(args, dataset, variant, method, seed=None):
 POINTNET_CONFIG = os.path.join(REPO, "configs", "pointnet-synthetic.json")
 
 
-def table1_pointnet_run(args, method, data_root):
-    """PointNet on the synthetic point clouds (ModelNet40's layout), in ModelNet40's place."""
+def table1_pointnet_run(args, method, data_root, variant="fp32"):
+    """PointNet on the synthetic point clouds (ModelNet40's layout), in ModelNet40's place;
+    variant fp32 (configs/pointnet-synthetic.json) or int8 (the same config at int8's own
+    defaults: NITI backprop, ElasticZO-INT8, integer BatchNorm)."""
     epochs = args.pointnet_epochs
     sets = [f"train.epochs={epochs}", f"data.root={data_root}",
             f"data.points={args.points}", f"method.partition={PARTITION_C[method](8)}"]
+    if variant == "int8":
+        sets.append("model.precision=int8")
     sets += args.extra_set
-    return zs.Run(name=f"pointnet-synthetic-p{args.points}-{method}-e{epochs}{tag(args)}",
+    v = "" if variant == "fp32" else f"-{variant}"
+    return zs.Run(name=f"pointnet-synthetic-c{args.classes}-p{args.points}{v}-{method}-e{epochs}"
+                       f"{tag(args)}",
                   config=POINTNET_CONFIG, sets=sets,
-                  labels={"dataset": "synthetic", "variant": "fp32", "method": method})
+                  labels={"dataset": "synthetic", "variant": variant, "method": method})
 
 
-def synthetic_points(args):
-    """Writes the synthetic point-cloud set once (the tool's own generator); returns its dir."""
-    d = os.path.join(os.path.abspath(args.out), "data", "modelnet-synthetic")
+def synthetic_points(args, classes=10):
+    """Writes the synthetic point-cloud set once (the tool's own generator, `classes` shape
+    classes, 100 training and 20 test clouds each); returns its dir."""
+    name = "modelnet-synthetic" + ("" if classes == 10 else f"-c{classes}")
+    d = os.path.join(os.path.abspath(args.out), "data", name)
     if not os.path.exists(os.path.join(d, "ply_data_test0.h5")):
         zs.log(f"writing the synthetic point clouds to {d}")
-        subprocess.run([args.zotrain, "--make-synthetic-modelnet", d], check=True)
+        subprocess.run([args.zotrain, "--make-synthetic-modelnet", d,
+                        "--synthetic-classes", str(classes)], check=True)
     return d
 
 

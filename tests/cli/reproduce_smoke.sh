@@ -22,7 +22,10 @@ t1="${out}/report/table1.md"
 grep -q '^| Full ZO | [0-9.]* (89.80, [-+][0-9.]*) |' "${t1}" || fail "table1.md: $(cat "${t1}")"
 grep -q '^| Full BP | .* | – |' "${t1}" || fail "table1.md: INT8* Full BP should be –"
 grep -q 'Synthetic points' "${t1}" || fail "table1.md has no PointNet column"
-[[ "$(wc -l < "${out}/report/table1.csv")" -eq 16 ]] || fail "table1.csv: 15 runs expected"
+grep -q 'Synthetic points INT8' "${t1}" || fail "table1.md has no int8 PointNet column"
+grep -q '^PointNet: Cls1 [-+][0-9.]* against Full BP .*int8 Full BP [-+][0-9.]* against FP32' "${t1}" ||
+  fail "table1.md: no PointNet verdict line"
+[[ "$(wc -l < "${out}/report/table1.csv")" -eq 18 ]] || fail "table1.csv: 17 runs expected"
 
 # fig2-3 and fig7 use Table 1's runs: nothing new to run.
 for s in fig2-3 fig7; do
