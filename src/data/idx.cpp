@@ -1,8 +1,13 @@
 #include "zotrain/data/idx.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -59,27 +64,40 @@ std::vector<std::uint8_t> read_file(const std::string& path) {
   return bytes;
 }
 
-// Inflates one or more concatenated gzip members.
-std::vector<std::uint8_t> gunzip(const std::vector<std::uint8_t>& in, const std::string& path) {
+// Inflates one or more concatenated gzip members from `next(buf, cap)` (returns bytes read, 0 at
+// the end) into `sink(data, n)`, in 64 KiB pieces; returns the bytes produced.
+template <class Next, class Sink>
+std::uint64_t inflate_stream(Next next, Sink sink, const std::string& path) {
   z_stream zs{};
   if (inflateInit2(&zs, 15 + 16) != Z_OK) fail(path, "zlib inflateInit2 failed");
   std::unique_ptr<z_stream, int (*)(z_stream*)> guard(&zs, &inflateEnd);
-  zs.next_in = const_cast<Bytef*>(in.data());
-  zs.avail_in = static_cast<uInt>(in.size());  // in.size() <= kMaxBytes < 4 GiB
-  std::vector<std::uint8_t> out;
+  std::vector<std::uint8_t> in(1 << 16);
   std::uint8_t buf[1 << 16];
+  std::uint64_t produced_total = 0;
+  bool eof = false;
+  const auto refill = [&] {  // keeps the bytes not yet consumed in front
+    std::memmove(in.data(), zs.next_in, zs.avail_in);
+    const std::size_t n = next(in.data() + zs.avail_in, in.size() - zs.avail_in);
+    eof = n == 0;
+    zs.next_in = in.data();
+    zs.avail_in += static_cast<uInt>(n);
+  };
+  zs.next_in = in.data();
   for (;;) {
+    if (zs.avail_in == 0 && !eof) refill();
     zs.next_out = buf;
     zs.avail_out = sizeof buf;
     const int rc = inflate(&zs, Z_NO_FLUSH);
     const std::size_t produced = sizeof buf - zs.avail_out;
-    if (out.size() + produced > kMaxBytes) {
+    if (produced_total + produced > kMaxBytes) {
       fail(path, "gzip data inflates to more than " + std::to_string(kMaxBytes >> 20) +
                      " MiB, not an MNIST-like file");
     }
-    out.insert(out.end(), buf, buf + produced);
+    if (produced > 0) sink(buf, produced);
+    produced_total += produced;
     if (rc == Z_STREAM_END) {
       // Another member may follow (as `cat a.gz b.gz` makes); anything else is garbage.
+      if (zs.avail_in < 2 && !eof) refill();
       if (zs.avail_in == 0) break;
       if (zs.avail_in >= 2 && zs.next_in[0] == 0x1f && zs.next_in[1] == 0x8b) {
         inflateReset(&zs);
@@ -88,12 +106,27 @@ std::vector<std::uint8_t> gunzip(const std::vector<std::uint8_t>& in, const std:
       fail(path, std::to_string(zs.avail_in) + " bytes of trailing garbage after the gzip data");
     }
     if (rc == Z_OK) continue;
-    if (rc == Z_BUF_ERROR && zs.avail_in == 0) {
-      fail(path, "truncated gzip data (stream ends after " + std::to_string(out.size()) +
+    if (rc == Z_BUF_ERROR && zs.avail_in == 0 && eof) {
+      fail(path, "truncated gzip data (stream ends after " + std::to_string(produced_total) +
                      " decompressed bytes)");
     }
+    if (rc == Z_BUF_ERROR && zs.avail_in == 0) continue;  // more input to come
     fail(path, std::string("corrupt gzip data (zlib: ") + (zs.msg ? zs.msg : zError(rc)) + ")");
   }
+  return produced_total;
+}
+
+std::vector<std::uint8_t> gunzip(const std::vector<std::uint8_t>& in, const std::string& path) {
+  std::size_t at = 0;
+  std::vector<std::uint8_t> out;
+  inflate_stream(
+      [&](std::uint8_t* buf, std::size_t cap) {
+        const std::size_t n = std::min(cap, in.size() - at);
+        std::memcpy(buf, in.data() + at, n);
+        at += n;
+        return n;
+      },
+      [&](const std::uint8_t* d, std::size_t n) { out.insert(out.end(), d, d + n); }, path);
   return out;
 }
 
@@ -119,15 +152,14 @@ void check_size(const std::string& path, std::uint64_t have, std::uint64_t want,
                  "data holds " + std::to_string(have) + " bytes");
 }
 
-struct Images {
+struct ImagesHeader {
   int count = 0, rows = 0, cols = 0;
-  std::vector<std::uint8_t> bytes;  // whole file; pixels start at kImagesHeader
 };
 
-Images parse_images(const std::string& path) {
-  Images im;
-  im.bytes = read_maybe_gzip(path);
-  const auto& b = im.bytes;
+// The header of an images file whose first bytes are `b` (all of them, or at least the header)
+// and whose whole size is `size`.
+ImagesHeader check_images(const std::string& path, const std::vector<std::uint8_t>& b,
+                          std::uint64_t size) {
   check_magic(path, b, kImagesMagic, kImagesHeader, "images");
   const std::uint32_t count = be32(b.data() + 4), rows = be32(b.data() + 8),
                       cols = be32(b.data() + 12);
@@ -139,12 +171,21 @@ Images parse_images(const std::string& path) {
     fail(path, "absurd image count " + std::to_string(count));
   }
   const std::uint64_t want = kImagesHeader + std::uint64_t{count} * rows * cols;
-  check_size(path, b.size(), want,
+  check_size(path, size, want,
              std::to_string(count) + " images of " + std::to_string(rows) + "x" +
                  std::to_string(cols));
-  im.count = static_cast<int>(count);
-  im.rows = static_cast<int>(rows);
-  im.cols = static_cast<int>(cols);
+  return {static_cast<int>(count), static_cast<int>(rows), static_cast<int>(cols)};
+}
+
+struct Images {
+  ImagesHeader h;
+  std::vector<std::uint8_t> bytes;  // whole file; pixels start at kImagesHeader
+};
+
+Images parse_images(const std::string& path) {
+  Images im;
+  im.bytes = read_maybe_gzip(path);
+  im.h = check_images(path, im.bytes, im.bytes.size());
   return im;
 }
 
@@ -178,15 +219,15 @@ ImageSet load_idx_pair(const std::string& images_path, const std::string& labels
   ZT_CHECK(limit >= 0);
   Images im = parse_images(images_path);
   std::vector<std::uint8_t> labels = parse_labels(labels_path);
-  if (labels.size() != static_cast<std::size_t>(im.count)) {
-    throw Error(images_path + ": holds " + std::to_string(im.count) + " images but " +
+  if (labels.size() != static_cast<std::size_t>(im.h.count)) {
+    throw Error(images_path + ": holds " + std::to_string(im.h.count) + " images but " +
                 labels_path + " holds " + std::to_string(labels.size()) +
                 " labels, expected the same count");
   }
   ImageSet set;
-  set.count = (limit > 0 && limit < im.count) ? limit : im.count;
-  set.rows = im.rows;
-  set.cols = im.cols;
+  set.count = (limit > 0 && limit < im.h.count) ? limit : im.h.count;
+  set.rows = im.h.rows;
+  set.cols = im.h.cols;
   const std::size_t n_pix = static_cast<std::size_t>(set.count) * set.rows * set.cols;
   set.pixels.assign(im.bytes.begin() + kImagesHeader, im.bytes.begin() + kImagesHeader + n_pix);
   labels.resize(set.count);
@@ -224,6 +265,170 @@ ImageDataset load_image_dataset(const std::string& root, int train_limit, int te
                 std::to_string(ds.train.rows) + "x" + std::to_string(ds.train.cols));
   }
   return ds;
+}
+
+// ---- images read by batch from disk -------------------------------------------------------
+
+namespace {
+
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  Fd& operator=(Fd&& o) noexcept {
+    std::swap(fd_, o.fd_);
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// Reads exactly n bytes at `offset`, or fails naming the file (a file truncated after opening).
+void pread_all(int fd, void* dst, std::size_t n, std::uint64_t offset, const std::string& path) {
+  auto* p = static_cast<std::uint8_t*>(dst);
+  while (n > 0) {
+    const ssize_t got = ::pread(fd, p, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) fail(path, std::string("read error: ") + std::strerror(errno));
+    if (got == 0) fail(path, "unexpected end of file at byte " + std::to_string(offset) +
+                                 " (was the file changed while training?)");
+    p += got;
+    n -= static_cast<std::size_t>(got);
+    offset += static_cast<std::uint64_t>(got);
+  }
+}
+
+void write_all(int fd, const std::uint8_t* p, std::size_t n, const std::string& what) {
+  while (n > 0) {
+    const ssize_t put = ::write(fd, p, n);
+    if (put < 0 && errno == EINTR) continue;
+    if (put < 0) throw Error(what + ": cannot write the decompressed copy: " + std::strerror(errno));
+    p += put;
+    n -= static_cast<std::size_t>(put);
+  }
+}
+
+// An unlinked temporary file in $TMPDIR (else /tmp).
+Fd temporary_file(const std::string& for_path) {
+  const char* dir = std::getenv("TMPDIR");
+  std::string name = std::string(dir && *dir ? dir : "/tmp") + "/zotrain-idx-XXXXXX";
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) {
+    throw Error(for_path + ": cannot create a temporary file for its decompressed copy in " +
+                name.substr(0, name.rfind('/')) + ": " + std::strerror(errno) +
+                " (set TMPDIR to a writable directory)");
+  }
+  ::unlink(name.c_str());
+  return Fd(fd);
+}
+
+class IdxImageFile final : public Samples {
+ public:
+  IdxImageFile(Fd fd, std::string path, int count, std::size_t per,
+               std::vector<std::uint8_t> labels)
+      : fd_(std::move(fd)), path_(std::move(path)), count_(count), per_(per),
+        labels_(std::move(labels)) {}
+  int count() const override { return count_; }
+  std::size_t record_bytes() const override { return per_; }
+  void read(const std::int32_t* idx, int n, void* dst, std::uint8_t* labels) const override {
+    auto* out = static_cast<std::uint8_t*>(dst);
+    for (int b = 0; b < n; ++b) {
+      ZT_CHECK(idx[b] >= 0 && idx[b] < count_);
+      const auto s = static_cast<std::uint64_t>(idx[b]);
+      pread_all(fd_.get(), out + static_cast<std::size_t>(b) * per_, per_,
+                kImagesHeader + s * per_, path_);
+      labels[b] = labels_[static_cast<std::size_t>(s)];
+    }
+  }
+  std::size_t resident_bytes() const override { return labels_.size(); }
+
+ private:
+  Fd fd_;
+  std::string path_;
+  int count_;
+  std::size_t per_;
+  std::vector<std::uint8_t> labels_;
+};
+
+}  // namespace
+
+ImageSplit open_idx_pair(const std::string& images_path, const std::string& labels_path,
+                         int limit) {
+  ZT_CHECK(limit >= 0);
+  std::error_code ec;
+  if (std::filesystem::is_directory(images_path, ec)) {
+    fail(images_path, "is a directory, expected an IDX file");
+  }
+  Fd in(::open(images_path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (in.get() < 0) fail(images_path, std::string("cannot open: ") + std::strerror(errno));
+  std::uint8_t magic[2] = {0, 0};
+  const ssize_t m = ::pread(in.get(), magic, 2, 0);
+  Fd data;
+  std::uint64_t size = 0;
+  if (m == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+    data = temporary_file(images_path);
+    const int src = in.get(), dst = data.get();
+    size = inflate_stream(
+        [&](std::uint8_t* buf, std::size_t cap) -> std::size_t {
+          for (;;) {
+            const ssize_t got = ::read(src, buf, cap);
+            if (got < 0 && errno == EINTR) continue;
+            if (got < 0) fail(images_path, std::string("read error: ") + std::strerror(errno));
+            return static_cast<std::size_t>(got);
+          }
+        },
+        [&](const std::uint8_t* d, std::size_t n) { write_all(dst, d, n, images_path); },
+        images_path);
+  } else {
+    struct stat st {};
+    if (::fstat(in.get(), &st) != 0) fail(images_path, std::string("stat: ") + std::strerror(errno));
+    size = static_cast<std::uint64_t>(st.st_size);
+    if (size > kMaxBytes) {
+      fail(images_path, "larger than " + std::to_string(kMaxBytes >> 20) +
+                            " MiB, not an MNIST-like file");
+    }
+    data = std::move(in);
+  }
+  std::vector<std::uint8_t> head(static_cast<std::size_t>(std::min<std::uint64_t>(size, kImagesHeader)));
+  pread_all(data.get(), head.data(), head.size(), 0, images_path);
+  const ImagesHeader h = check_images(images_path, head, size);
+  std::vector<std::uint8_t> labels = parse_labels(labels_path);
+  if (labels.size() != static_cast<std::size_t>(h.count)) {
+    throw Error(images_path + ": holds " + std::to_string(h.count) + " images but " +
+                labels_path + " holds " + std::to_string(labels.size()) +
+                " labels, expected the same count");
+  }
+  const int count = (limit > 0 && limit < h.count) ? limit : h.count;
+  labels.resize(static_cast<std::size_t>(count));
+  ImageSplit split;
+  split.rows = h.rows;
+  split.cols = h.cols;
+  split.samples = std::make_shared<IdxImageFile>(
+      std::move(data), images_path, count,
+      static_cast<std::size_t>(h.rows) * static_cast<std::size_t>(h.cols), std::move(labels));
+  return split;
+}
+
+ImageFiles open_image_dataset(const std::string& root, int train_limit, int test_limit) {
+  const std::string train_images = find_idx_file(root, "train-images-idx3-ubyte");
+  const std::string train_labels = find_idx_file(root, "train-labels-idx1-ubyte");
+  const std::string test_images = find_idx_file(root, "t10k-images-idx3-ubyte");
+  const std::string test_labels = find_idx_file(root, "t10k-labels-idx1-ubyte");
+  ImageFiles f;
+  f.train = open_idx_pair(train_images, train_labels, train_limit);
+  f.test = open_idx_pair(test_images, test_labels, test_limit);
+  if (f.test.rows != f.train.rows || f.test.cols != f.train.cols) {
+    throw Error(test_images + ": images are " + std::to_string(f.test.rows) + "x" +
+                std::to_string(f.test.cols) + " but the training images are " +
+                std::to_string(f.train.rows) + "x" + std::to_string(f.train.cols));
+  }
+  return f;
 }
 
 }  // namespace zt::data

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <mutex>
 #include <system_error>
+#include <utility>
 
 #include "hdf5_util.hpp"
 #include "zotrain/core/error.hpp"
@@ -149,41 +151,46 @@ FileInfo inspect(const std::string& path) {
   return {path, static_cast<int>(d[0]), static_cast<int>(d[1])};
 }
 
-// Reads the first `k` shapes of a validated file into points [k, P, 3] and labels [k], and
-// checks their values.
-void read_first(const FileInfo& info, int k, float* points, std::uint8_t* labels) {
-  const std::string& path = info.path;
-  const h5::Id file = open_file(path);
-  const h5::Id data = open_dataset(file, path, "data", kDataWant);
-  const h5::Id label = open_dataset(file, path, "label", kLabelWant);
+// One validated file, open: its `data` and `label` datasets.
+struct OpenFile {
+  FileInfo info;
+  h5::Id file, data, label;
+  explicit OpenFile(FileInfo i)
+      : info(std::move(i)),
+        file(open_file(info.path)),
+        data(open_dataset(file, info.path, "data", kDataWant)),
+        label(open_dataset(file, info.path, "label", kLabelWant)) {}
+};
 
-  {
-    const hsize_t start[3] = {0, 0, 0};
-    const hsize_t count[3] = {static_cast<hsize_t>(k), static_cast<hsize_t>(info.points), 3};
-    h5::Id fspace(H5Dget_space(data.get()), H5Sclose);
-    h5::Id mspace(H5Screate_simple(3, count, nullptr), H5Sclose);
-    if (!fspace || !mspace ||
-        H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0 ||
-        H5Dread(data.get(), H5T_NATIVE_FLOAT, mspace.get(), fspace.get(), H5P_DEFAULT, points) <
-            0) {
-      fail(path, with_detail("cannot read 'data'"));
-    }
+// Reads shapes [first, first + k) of `data` into points [k, P, 3].
+void read_points(const OpenFile& f, int first, int k, float* points) {
+  const hsize_t start[3] = {static_cast<hsize_t>(first), 0, 0};
+  const hsize_t count[3] = {static_cast<hsize_t>(k), static_cast<hsize_t>(f.info.points), 3};
+  h5::Id fspace(H5Dget_space(f.data.get()), H5Sclose);
+  h5::Id mspace(H5Screate_simple(3, count, nullptr), H5Sclose);
+  if (!fspace || !mspace ||
+      H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0 ||
+      H5Dread(f.data.get(), H5T_NATIVE_FLOAT, mspace.get(), fspace.get(), H5P_DEFAULT, points) <
+          0) {
+    fail(f.info.path, with_detail("cannot read 'data'"));
   }
+}
+
+// Reads and checks the first `k` labels of a validated file.
+void read_labels(const OpenFile& f, int k, std::uint8_t* labels) {
+  const std::string& path = f.info.path;
   std::vector<int> values(static_cast<std::size_t>(k));
-  {
-    h5::Id fspace(H5Dget_space(label.get()), H5Sclose);
-    const int rank = fspace ? H5Sget_simple_extent_ndims(fspace.get()) : -1;
-    const hsize_t start[2] = {0, 0};
-    const hsize_t count[2] = {static_cast<hsize_t>(k), 1};
-    h5::Id mspace(H5Screate_simple(rank, count, nullptr), H5Sclose);
-    if (rank < 1 || !mspace ||
-        H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0 ||
-        H5Dread(label.get(), H5T_NATIVE_INT, mspace.get(), fspace.get(), H5P_DEFAULT,
-                values.data()) < 0) {
-      fail(path, with_detail("cannot read 'label'"));
-    }
+  h5::Id fspace(H5Dget_space(f.label.get()), H5Sclose);
+  const int rank = fspace ? H5Sget_simple_extent_ndims(fspace.get()) : -1;
+  const hsize_t start[2] = {0, 0};
+  const hsize_t count[2] = {static_cast<hsize_t>(k), 1};
+  h5::Id mspace(H5Screate_simple(rank, count, nullptr), H5Sclose);
+  if (rank < 1 || !mspace ||
+      H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0 ||
+      H5Dread(f.label.get(), H5T_NATIVE_INT, mspace.get(), fspace.get(), H5P_DEFAULT,
+              values.data()) < 0) {
+    fail(path, with_detail("cannot read 'label'"));
   }
-
   for (int i = 0; i < k; ++i) {
     const int v = values[static_cast<std::size_t>(i)];
     if (v < 0 || v >= kModelNet40Classes) {
@@ -192,16 +199,95 @@ void read_first(const FileInfo& info, int k, float* points, std::uint8_t* labels
     }
     labels[i] = static_cast<std::uint8_t>(v);
   }
-  const std::size_t n = static_cast<std::size_t>(k) * static_cast<std::size_t>(info.points) * 3;
+}
+
+// Fails naming the first non-finite coordinate of shapes [first, first + k) held in points.
+void check_finite(const FileInfo& info, int first, int k, const float* points) {
+  const std::size_t per = static_cast<std::size_t>(info.points) * 3;
+  const std::size_t n = static_cast<std::size_t>(k) * per;
   for (std::size_t j = 0; j < n; ++j) {
     if (!std::isfinite(points[j])) {
-      const std::size_t per = static_cast<std::size_t>(info.points) * 3;
-      fail(path, "shape " + std::to_string(j / per) + " point " + std::to_string(j % per / 3) +
-                     " has a non-finite coordinate (" + (std::isnan(points[j]) ? "nan" : "inf") +
-                     "), expected finite x y z");
+      fail(info.path, "shape " + std::to_string(first + static_cast<int>(j / per)) + " point " +
+                          std::to_string(j % per / 3) + " has a non-finite coordinate (" +
+                          (std::isnan(points[j]) ? "nan" : "inf") + "), expected finite x y z");
     }
   }
 }
+
+// The files of a split, inspected and checked for a common point count; their shapes, capped at
+// limit > 0, and the size guard.
+std::vector<FileInfo> inspect_all(const std::vector<std::string>& files, int limit,
+                                  int* total_out) {
+  std::vector<FileInfo> infos;
+  std::uint64_t total = 0;
+  for (const std::string& path : files) {
+    infos.push_back(inspect(path));
+    const FileInfo& f = infos.back();
+    if (f.points != infos.front().points) {
+      fail(path, "shapes have " + std::to_string(f.points) + " points but " +
+                     infos.front().path + " has " + std::to_string(infos.front().points) +
+                     ", expected the same number in every file");
+    }
+    total += static_cast<std::uint64_t>(f.count);
+  }
+  if (limit > 0) total = std::min<std::uint64_t>(total, static_cast<std::uint64_t>(limit));
+  const std::size_t per = static_cast<std::size_t>(infos.front().points) * 3;
+  if (total > static_cast<std::uint64_t>(std::numeric_limits<int>::max()) ||
+      total * per * sizeof(float) > kMaxSplitBytes) {
+    fail(files.front(), "the files hold " + std::to_string(total) + " shapes of " +
+                            std::to_string(infos.front().points) + " points, more than " +
+                            std::to_string(kMaxSplitBytes >> 30) + " GiB (not ModelNet-like)");
+  }
+  *total_out = static_cast<int>(total);
+  return infos;
+}
+
+// HDF5 is built without its thread-safety option on Debian: one call into it at a time, from
+// whichever thread (a prefetcher's or the main one).
+std::mutex& h5_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+// A split read by batch from its open files: one hyperslab per shape.
+class H5PointFiles final : public Samples {
+ public:
+  H5PointFiles(std::vector<OpenFile> files, std::vector<int> first, int count,
+               std::vector<std::uint8_t> labels)
+      : files_(std::move(files)), first_(std::move(first)), count_(count),
+        labels_(std::move(labels)),
+        per_(static_cast<std::size_t>(files_.front().info.points) * 3 * sizeof(float)) {}
+  int count() const override { return count_; }
+  std::size_t record_bytes() const override { return per_; }
+  void read(const std::int32_t* idx, int n, void* dst, std::uint8_t* labels) const override {
+    const std::lock_guard<std::mutex> lock(h5_mutex());
+    const h5::QuietErrors quiet;
+    auto* out = static_cast<std::uint8_t*>(dst);
+    for (int b = 0; b < n; ++b) {
+      ZT_CHECK(idx[b] >= 0 && idx[b] < count_);
+      // The file holding shape idx[b]: the last whose first shape is <= it.
+      const auto f = static_cast<std::size_t>(
+          std::upper_bound(first_.begin(), first_.end(), idx[b]) - first_.begin() - 1);
+      read_points(files_[f], idx[b] - first_[f], 1,
+                  reinterpret_cast<float*>(out + static_cast<std::size_t>(b) * per_));
+      labels[b] = labels_[static_cast<std::size_t>(idx[b])];
+    }
+  }
+  std::size_t resident_bytes() const override {
+    return labels_.size() + first_.size() * sizeof(int);
+  }
+  ~H5PointFiles() override {
+    const std::lock_guard<std::mutex> lock(h5_mutex());
+    files_.clear();
+  }
+
+ private:
+  std::vector<OpenFile> files_;
+  std::vector<int> first_;  // index of each file's first shape in the split
+  int count_;
+  std::vector<std::uint8_t> labels_;
+  std::size_t per_;
+};
 
 }  // namespace
 
@@ -230,43 +316,74 @@ std::vector<std::string> find_ply_h5_files(const std::string& root, const std::s
 PointCloudSet load_ply_h5_files(const std::vector<std::string>& files, int limit) {
   ZT_CHECK(limit >= 0);
   ZT_CHECK(!files.empty());
+  const std::lock_guard<std::mutex> lock(h5_mutex());
   const h5::QuietErrors quiet;
-  std::vector<FileInfo> infos;
-  std::uint64_t total = 0;
-  for (const std::string& path : files) {
-    infos.push_back(inspect(path));
-    const FileInfo& f = infos.back();
-    if (f.points != infos.front().points) {
-      fail(path, "shapes have " + std::to_string(f.points) + " points but " +
-                     infos.front().path + " has " + std::to_string(infos.front().points) +
-                     ", expected the same number in every file");
-    }
-    total += static_cast<std::uint64_t>(f.count);
-  }
-  if (limit > 0) total = std::min<std::uint64_t>(total, static_cast<std::uint64_t>(limit));
+  int total = 0;
+  const std::vector<FileInfo> infos = inspect_all(files, limit, &total);
   const std::size_t per = static_cast<std::size_t>(infos.front().points) * 3;
-  if (total > static_cast<std::uint64_t>(std::numeric_limits<int>::max()) ||
-      total * per * sizeof(float) > kMaxSplitBytes) {
-    fail(files.front(), "the files hold " + std::to_string(total) + " shapes of " +
-                            std::to_string(infos.front().points) + " points, more than " +
-                            std::to_string(kMaxSplitBytes >> 30) + " GiB (not ModelNet-like)");
-  }
-
   PointCloudSet set;
-  set.count = static_cast<int>(total);
+  set.count = total;
   set.stored_points = infos.front().points;
   set.points.resize(static_cast<std::size_t>(total) * per);  // exact size: no regrowth
   set.labels.resize(static_cast<std::size_t>(total));
   int done = 0;
-  for (const FileInfo& f : infos) {
-    const int k = std::min(f.count, set.count - done);
+  for (const FileInfo& info : infos) {
+    const int k = std::min(info.count, set.count - done);
     if (k <= 0) break;
-    read_first(f, k, set.points.data() + static_cast<std::size_t>(done) * per,
-               set.labels.data() + done);
+    const OpenFile f(info);
+    float* points = set.points.data() + static_cast<std::size_t>(done) * per;
+    read_points(f, 0, k, points);
+    read_labels(f, k, set.labels.data() + done);
+    check_finite(info, 0, k, points);
     done += k;
   }
   return set;
 }
+
+PointSplit open_ply_h5_files(const std::vector<std::string>& files, int limit) {
+  ZT_CHECK(limit >= 0);
+  ZT_CHECK(!files.empty());
+  const std::lock_guard<std::mutex> lock(h5_mutex());
+  const h5::QuietErrors quiet;
+  int total = 0;
+  const std::vector<FileInfo> infos = inspect_all(files, limit, &total);
+  const int points = infos.front().points;
+  constexpr int kCheckShapes = 64;  // the finiteness pass reads this many shapes at a time
+  std::vector<float> chunk(static_cast<std::size_t>(kCheckShapes) * points * 3);
+  std::vector<std::uint8_t> labels(static_cast<std::size_t>(total));
+  std::vector<OpenFile> open;
+  std::vector<int> first;
+  int done = 0;
+  for (const FileInfo& info : infos) {
+    const int k = std::min(info.count, total - done);
+    if (k <= 0) break;
+    OpenFile f(info);
+    read_labels(f, k, labels.data() + done);
+    for (int s = 0; s < k; s += kCheckShapes) {
+      const int m = std::min(kCheckShapes, k - s);
+      read_points(f, s, m, chunk.data());
+      check_finite(info, s, m, chunk.data());
+    }
+    first.push_back(done);
+    open.push_back(std::move(f));
+    done += k;
+  }
+  PointSplit split;
+  split.stored_points = points;
+  split.samples =
+      std::make_shared<H5PointFiles>(std::move(open), std::move(first), total, std::move(labels));
+  return split;
+}
+
+namespace {
+void check_same_points(const std::string& test_file, int test_points, int train_points) {
+  if (test_points != train_points) {
+    fail(test_file, "shapes have " + std::to_string(test_points) +
+                        " points but the training files' have " + std::to_string(train_points) +
+                        ", expected the same number");
+  }
+}
+}  // namespace
 
 PointCloudDataset load_modelnet40(const std::string& root, int train_limit, int test_limit) {
   // Both lists first, so a missing split is reported before anything is read.
@@ -275,13 +392,18 @@ PointCloudDataset load_modelnet40(const std::string& root, int train_limit, int 
   PointCloudDataset ds;
   ds.train = load_ply_h5_files(train_files, train_limit);
   ds.test = load_ply_h5_files(test_files, test_limit);
-  if (ds.test.stored_points != ds.train.stored_points) {
-    fail(test_files.front(), "shapes have " + std::to_string(ds.test.stored_points) +
-                                 " points but the training files' have " +
-                                 std::to_string(ds.train.stored_points) +
-                                 ", expected the same number");
-  }
+  check_same_points(test_files.front(), ds.test.stored_points, ds.train.stored_points);
   return ds;
+}
+
+PointFiles open_modelnet40(const std::string& root, int train_limit, int test_limit) {
+  const std::vector<std::string> train_files = find_ply_h5_files(root, "train");
+  const std::vector<std::string> test_files = find_ply_h5_files(root, "test");
+  PointFiles f;
+  f.train = open_ply_h5_files(train_files, train_limit);
+  f.test = open_ply_h5_files(test_files, test_limit);
+  check_same_points(test_files.front(), f.test.stored_points, f.train.stored_points);
+  return f;
 }
 
 }  // namespace zt::data

@@ -21,23 +21,41 @@ enum Stream : std::uint64_t { kSubset = 0, kRotate = 1, kJitter = 2, kStreams = 
 
 }  // namespace
 
+namespace {
+std::shared_ptr<const Samples> view_of(const PointCloudSet& set) {
+  ZT_CHECK(set.count >= 0 && set.stored_points > 0);
+  const std::size_t per = static_cast<std::size_t>(set.stored_points) * 3;
+  ZT_CHECK(set.points.size() == static_cast<std::size_t>(set.count) * per);
+  ZT_CHECK(set.labels.size() == static_cast<std::size_t>(set.count));
+  return std::make_shared<MemorySamples>(set.points.data(), set.labels.data(), set.count,
+                                         per * sizeof(float));
+}
+}  // namespace
+
 PointBatcher::PointBatcher(const PointCloudSet& set, int batch_size, int points, bool shuffle,
                            bool drop_last, std::uint64_t seed, Augment augment)
-    : set_(set),
+    : PointBatcher(view_of(set), set.stored_points, batch_size, points, shuffle, drop_last, seed,
+                   augment) {}
+
+PointBatcher::PointBatcher(std::shared_ptr<const Samples> clouds, int stored_points,
+                           int batch_size, int points, bool shuffle, bool drop_last,
+                           std::uint64_t seed, Augment augment)
+    : clouds_(std::move(clouds)),
+      stored_points_(stored_points),
+      count_(clouds_->count()),
       batch_size_(batch_size),
       points_(points),
       shuffle_(shuffle),
       drop_last_(drop_last),
       seed_(seed),
       augment_(augment),
-      order_(static_cast<std::size_t>(set.count)) {
+      order_(static_cast<std::size_t>(count_)) {
   ZT_CHECK(batch_size > 0);
-  ZT_CHECK(set.count >= 0 && set.stored_points > 0);
-  ZT_CHECK(set.points.size() == static_cast<std::size_t>(set.count) * set.stored_points * 3);
-  ZT_CHECK(set.labels.size() == static_cast<std::size_t>(set.count));
-  if (points < 1 || points > set.stored_points) {
+  ZT_CHECK(stored_points > 0);
+  ZT_CHECK(clouds_->record_bytes() == static_cast<std::size_t>(stored_points) * 3 * sizeof(float));
+  if (points < 1 || points > stored_points) {
     throw Error("data.points = " + std::to_string(points) + ", expected 1.." +
-                std::to_string(set.stored_points) + " (the points stored per shape)");
+                std::to_string(stored_points) + " (the points stored per shape)");
   }
   if (!(std::isfinite(augment.jitter_sigma) && augment.jitter_sigma >= 0.f)) {
     throw Error("jitter sigma = " + std::to_string(augment.jitter_sigma) +
@@ -64,24 +82,30 @@ void PointBatcher::start_epoch(int epoch) {
 }
 
 int PointBatcher::batches_per_epoch() const {
-  return drop_last_ ? set_.count / batch_size_ : (set_.count + batch_size_ - 1) / batch_size_;
+  return drop_last_ ? count_ / batch_size_ : (count_ + batch_size_ - 1) / batch_size_;
 }
 
-int PointBatcher::fill(int index, float* x, std::uint8_t* labels) const {
+std::size_t PointBatcher::resident_bytes() const {
+  return order_.capacity() * sizeof(std::int32_t) + stored_.capacity() * sizeof(float);
+}
+
+int PointBatcher::fill(int index, float* x, std::uint8_t* labels) {
   ZT_CHECK(index >= 0 && index < batches_per_epoch());
   const int begin = index * batch_size_;
-  const int n = std::min(batch_size_, set_.count - begin);
+  const int n = std::min(batch_size_, count_ - begin);
+  const std::size_t per = static_cast<std::size_t>(stored_points_) * 3;
+  stored_.resize(static_cast<std::size_t>(batch_size_) * per);
+  clouds_->read(order_.data() + begin, n, stored_.data(), labels);
   for (int b = 0; b < n; ++b) {
-    const std::int32_t s = order_[static_cast<std::size_t>(begin + b)];
-    fill_sample(s, x + static_cast<std::size_t>(b) * sample_floats());
-    labels[b] = set_.labels[static_cast<std::size_t>(s)];
+    fill_sample(order_[static_cast<std::size_t>(begin + b)],
+                stored_.data() + static_cast<std::size_t>(b) * per,
+                x + static_cast<std::size_t>(b) * sample_floats());
   }
   return n;
 }
 
-void PointBatcher::fill_sample(std::int32_t s, float* out) const {
-  const std::size_t stored = static_cast<std::size_t>(set_.stored_points);
-  const float* src = set_.points.data() + static_cast<std::size_t>(s) * stored * 3;
+void PointBatcher::fill_sample(std::int32_t s, const float* src, float* out) const {
+  const std::size_t stored = static_cast<std::size_t>(stored_points_);
   const auto stream = [&](Stream p) {
     return SplitMix64(mix64(sample_key_ + static_cast<std::uint64_t>(s) * kStreams + p));
   };

@@ -31,15 +31,15 @@ class BatchSource {
   virtual int fill_raw(int index, std::uint8_t* raw, std::uint8_t* labels) = 0;
 };
 
-// The data of a run, loaded once (images as uint8, point clouds as stored), and its two
-// sources: training order shuffled (seeded) with the last partial batch dropped, evaluation in
-// order with it kept. Throws zt::Error naming the key or file on bad data.
+// The data of a run, read from its files by batch (data/samples.hpp: only labels and index
+// tables stay in memory), and its sources: training order shuffled (seeded) with the last partial
+// batch dropped, evaluation in order with it kept. Throws zt::Error naming the key or file on
+// bad data.
 struct RunData {
-  std::shared_ptr<const void> storage;  // keeps the loaded data set alive
   std::unique_ptr<BatchSource> train, test;
   std::unique_ptr<BatchSource> val;     // data.validation: the held-out tail of the training set
   int train_count = 0, test_count = 0, val_count = 0;
-  std::size_t bytes = 0;                // the data set in memory
+  std::size_t bytes = 0;                // what the data keeps in memory (labels, index tables)
 };
 RunData load_run_data(const config::ExperimentConfig& cfg, const std::string& root, int batch,
                       std::size_t model_input_floats, std::uint64_t seed);

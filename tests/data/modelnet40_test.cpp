@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -33,8 +34,45 @@ struct Root {
     EXPECT_TRUE(write_h5(p, sets));
     return p;
   }
+  // Loads with both readers — whole splits in memory and read by batch from the files
+  // (open_modelnet40) — which must agree on every value or throw the same error.
   PointCloudDataset load(int train_limit = 0) const {
-    return load_modelnet40(dir.path(), train_limit, 0);
+    std::string streamed_error;
+    PointFiles files;
+    try {
+      files = open_modelnet40(dir.path(), train_limit, 0);
+    } catch (const Error& e) {
+      streamed_error = e.what();
+    }
+    try {
+      PointCloudDataset ds = load_modelnet40(dir.path(), train_limit, 0);
+      EXPECT_EQ(streamed_error, "");
+      expect_same(files.train, ds.train);
+      expect_same(files.test, ds.test);
+      return ds;
+    } catch (const Error& e) {
+      EXPECT_EQ(streamed_error, e.what());
+      throw;
+    }
+  }
+  static void expect_same(const PointSplit& s, const PointCloudSet& set) {
+    if (!s.samples) return;
+    ASSERT_EQ(s.samples->count(), set.count);
+    ASSERT_EQ(s.stored_points, set.stored_points);
+    EXPECT_LE(s.samples->resident_bytes(), set.labels.size() + 8 * sizeof(int));  // no points
+    std::vector<std::int32_t> idx(static_cast<std::size_t>(set.count));
+    for (int i = 0; i < set.count; ++i) idx[static_cast<std::size_t>(i)] = set.count - 1 - i;
+    std::vector<float> points(set.points.size());
+    std::vector<std::uint8_t> labels(idx.size());
+    s.samples->read(idx.data(), set.count, points.data(), labels.data());
+    const std::size_t per = static_cast<std::size_t>(set.stored_points) * 3;
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      const auto i = static_cast<std::size_t>(idx[k]);
+      EXPECT_EQ(labels[k], set.labels[i]);
+      EXPECT_TRUE(std::equal(points.begin() + static_cast<std::ptrdiff_t>(k * per),
+                             points.begin() + static_cast<std::ptrdiff_t>((k + 1) * per),
+                             set.points.begin() + static_cast<std::ptrdiff_t>(i * per)));
+    }
   }
 };
 

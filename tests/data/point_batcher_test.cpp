@@ -41,7 +41,7 @@ struct Batch {
   int n = 0;
 };
 
-Batch fill(const PointBatcher& b, int batch_size, int index) {
+Batch fill(PointBatcher& b, int batch_size, int index) {
   Batch out;
   out.x.assign(static_cast<std::size_t>(batch_size) * b.sample_floats(), -7777.25f);
   out.y.assign(static_cast<std::size_t>(batch_size), 255);

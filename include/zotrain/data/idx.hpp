@@ -6,8 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "zotrain/data/samples.hpp"
 
 namespace zt::data {
 
@@ -34,5 +37,24 @@ struct ImageDataset {
   ImageSet train, test;
 };
 ImageDataset load_image_dataset(const std::string& root, int train_limit, int test_limit);
+
+// One split read by batch from disk (samples.hpp): records are images of rows·cols uint8.
+struct ImageSplit {
+  std::shared_ptr<const Samples> samples;
+  int rows = 0, cols = 0;
+};
+
+// Opens an images/labels pair checked as load_idx_pair checks it, without loading the images:
+// the labels are loaded, each read() preads the batch's images from the file. A gzip images file
+// is inflated once, in 64 KiB pieces, into an unlinked temporary file in $TMPDIR (else /tmp; on
+// a tmpfs that costs RAM, though not this process's RSS) and read the same way. limit > 0 keeps
+// only the first `limit` items.
+ImageSplit open_idx_pair(const std::string& images_path, const std::string& labels_path,
+                         int limit = 0);
+
+struct ImageFiles {
+  ImageSplit train, test;
+};
+ImageFiles open_image_dataset(const std::string& root, int train_limit, int test_limit);
 
 }  // namespace zt::data

@@ -12,8 +12,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "zotrain/data/samples.hpp"
 
 namespace zt::data {
 
@@ -47,5 +50,21 @@ PointCloudSet load_ply_h5_files(const std::vector<std::string>& files, int limit
 // Both splits of `root`. The test files must hold as many points per sample as the training
 // files. limit > 0 as above, per split.
 PointCloudDataset load_modelnet40(const std::string& root, int train_limit, int test_limit);
+
+// One split read by batch from its files (samples.hpp): records are stored_points × 3 float32.
+struct PointSplit {
+  std::shared_ptr<const Samples> samples;
+  int stored_points = 0;
+};
+
+// Opens `files` checked as load_ply_h5_files checks them — metadata, every label, every
+// coordinate finite (read once, 64 shapes at a time) — and keeps only the labels and the open
+// files: each read() reads the batch's shapes, one HDF5 hyperslab each. limit > 0 as there.
+PointSplit open_ply_h5_files(const std::vector<std::string>& files, int limit = 0);
+
+struct PointFiles {
+  PointSplit train, test;
+};
+PointFiles open_modelnet40(const std::string& root, int train_limit, int test_limit);
 
 }  // namespace zt::data

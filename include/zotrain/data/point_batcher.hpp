@@ -18,9 +18,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "zotrain/data/modelnet40.hpp"
+#include "zotrain/data/samples.hpp"
 
 namespace zt::data {
 
@@ -30,31 +32,41 @@ struct Augment {
   float jitter_clip = 0.05f;  // |noise| ≤ clip
 };
 
-// Holds a reference to `set`, which must outlive the PointBatcher. Starts at epoch 0. Throws
-// zt::Error when points exceeds set.stored_points or the augmentation is not finite and ≥ 0.
+// Starts at epoch 0. Throws zt::Error when points exceeds the stored points or the
+// augmentation is not finite and >= 0.
 class PointBatcher {
  public:
+  // `clouds`: records of stored_points × 3 float32 (samples.hpp).
+  PointBatcher(std::shared_ptr<const Samples> clouds, int stored_points, int batch_size,
+               int points, bool shuffle, bool drop_last, std::uint64_t seed,
+               Augment augment = {});
+  // The clouds of `set`, which must outlive the PointBatcher.
   PointBatcher(const PointCloudSet& set, int batch_size, int points, bool shuffle, bool drop_last,
                std::uint64_t seed, Augment augment = {});
   void start_epoch(int epoch);  // reorders deterministically from (seed, epoch)
   int batches_per_epoch() const;
   // Fills x [n, points, 3] and labels [n] for batch `index` of the current epoch; returns n
   // (batch_size, or fewer for the last batch when !drop_last). x and labels hold batch_size.
-  // Const and allocation-free: batches may be filled concurrently.
-  int fill(int index, float* x, std::uint8_t* labels) const;
+  // Not thread-safe: one thread fills a PointBatcher's batches.
+  int fill(int index, float* x, std::uint8_t* labels);
   int points() const { return points_; }
   int sample_floats() const { return points_ * 3; }
+  // Bytes the PointBatcher itself holds (the epoch order and one batch of stored clouds).
+  std::size_t resident_bytes() const;
 
  private:
-  void fill_sample(std::int32_t s, float* out) const;  // out [points, 3]
+  // out [points, 3] from sample s's stored cloud src [stored_points, 3].
+  void fill_sample(std::int32_t s, const float* src, float* out) const;
 
-  const PointCloudSet& set_;
+  std::shared_ptr<const Samples> clouds_;
+  int stored_points_, count_;
   int batch_size_, points_;
   bool shuffle_, drop_last_;
   std::uint64_t seed_;
   Augment augment_;
   std::uint64_t sample_key_ = 0;  // per-epoch key of the per-sample generators
   std::vector<std::int32_t> order_;
+  std::vector<float> stored_;     // one batch of clouds as read
 };
 
 }  // namespace zt::data
