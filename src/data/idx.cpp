@@ -250,21 +250,30 @@ std::string find_idx_file(const std::string& root, const std::string& stem) {
               ".gz exists in " + root + ")");
 }
 
-ImageDataset load_image_dataset(const std::string& root, int train_limit, int test_limit) {
-  // Looked up in a fixed order, so a missing directory is reported the same way every time.
+namespace {
+// Both splits of `root` by `open` (load_idx_pair or open_idx_pair), files looked up in a fixed
+// order (so a missing directory is reported the same way every time), the test images the
+// training images' size.
+template <class Splits, class Open>
+Splits both_splits(const std::string& root, int train_limit, int test_limit, Open open) {
   const std::string train_images = find_idx_file(root, "train-images-idx3-ubyte");
   const std::string train_labels = find_idx_file(root, "train-labels-idx1-ubyte");
   const std::string test_images = find_idx_file(root, "t10k-images-idx3-ubyte");
   const std::string test_labels = find_idx_file(root, "t10k-labels-idx1-ubyte");
-  ImageDataset ds;
-  ds.train = load_idx_pair(train_images, train_labels, train_limit);
-  ds.test = load_idx_pair(test_images, test_labels, test_limit);
+  Splits ds;
+  ds.train = open(train_images, train_labels, train_limit);
+  ds.test = open(test_images, test_labels, test_limit);
   if (ds.test.rows != ds.train.rows || ds.test.cols != ds.train.cols) {
     throw Error(test_images + ": images are " + std::to_string(ds.test.rows) + "x" +
                 std::to_string(ds.test.cols) + " but the training images are " +
                 std::to_string(ds.train.rows) + "x" + std::to_string(ds.train.cols));
   }
   return ds;
+}
+}  // namespace
+
+ImageDataset load_image_dataset(const std::string& root, int train_limit, int test_limit) {
+  return both_splits<ImageDataset>(root, train_limit, test_limit, load_idx_pair);
 }
 
 // ---- images read by batch from disk -------------------------------------------------------
@@ -416,19 +425,7 @@ ImageSplit open_idx_pair(const std::string& images_path, const std::string& labe
 }
 
 ImageFiles open_image_dataset(const std::string& root, int train_limit, int test_limit) {
-  const std::string train_images = find_idx_file(root, "train-images-idx3-ubyte");
-  const std::string train_labels = find_idx_file(root, "train-labels-idx1-ubyte");
-  const std::string test_images = find_idx_file(root, "t10k-images-idx3-ubyte");
-  const std::string test_labels = find_idx_file(root, "t10k-labels-idx1-ubyte");
-  ImageFiles f;
-  f.train = open_idx_pair(train_images, train_labels, train_limit);
-  f.test = open_idx_pair(test_images, test_labels, test_limit);
-  if (f.test.rows != f.train.rows || f.test.cols != f.train.cols) {
-    throw Error(test_images + ": images are " + std::to_string(f.test.rows) + "x" +
-                std::to_string(f.test.cols) + " but the training images are " +
-                std::to_string(f.train.rows) + "x" + std::to_string(f.train.cols));
-  }
-  return f;
+  return both_splits<ImageFiles>(root, train_limit, test_limit, open_idx_pair);
 }
 
 }  // namespace zt::data
