@@ -138,6 +138,9 @@ const std::vector<Key>& schema() {
       {"data.augment", Type::kEnum, ZT_ENUM(data.augment), {}, names_of<Augment>(),
        "modelnet40 training augmentation: random rotation about the up (y) axis and/or jitter "
        "(sigma 0.01, clipped at 0.05), seeded"},
+      {"data.prefetch", Type::kBool, ZT_FIELD(data.prefetch), {}, {},
+       "read and prepare the next training / evaluation batch on a background thread while the "
+       "current one trains (same batches, same results; false = read in the training thread)"},
       {"model.arch", Type::kEnum, ZT_ENUM(model.arch), {}, names_of(architectures()),
        help_of(architectures(), "network: ")},
       {"model.precision", Type::kEnum, ZT_ENUM(model.precision), {}, names_of<Precision>(),

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine.hpp"
+#include "prefetch.hpp"
 #include "zotrain/config/catalogue.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/data/batcher.hpp"
@@ -105,7 +106,9 @@ RunData load_run_data(const config::ExperimentConfig& cfg, const std::string& ro
     r.train_count = f.train.samples->count();
     r.test_count = f.test.samples->count();
     r.val_count = cfg.data.validation ? val.samples->count() : 0;
-    r.bytes = bytes;
+    // Each source reads a batch of stored clouds before choosing its points.
+    r.bytes = bytes + (cfg.data.validation ? 3 : 2) * static_cast<std::size_t>(batch) *
+                          f.train.samples->record_bytes();
   } else {
     // Images stay in their files; only labels and row tables are held (samples.hpp).
     data::ImageFiles f = data::open_image_dataset(root, train_limit, test_limit);
@@ -139,7 +142,18 @@ RunData load_run_data(const config::ExperimentConfig& cfg, const std::string& ro
     r.train_count = f.train.samples->count();
     r.test_count = f.test.samples->count();
     r.val_count = cfg.data.validation ? val.samples->count() : 0;
-    r.bytes = bytes;
+    // Each source reads a batch of pixels before normalising them.
+    r.bytes = bytes + (cfg.data.validation ? 3 : 2) * static_cast<std::size_t>(batch) *
+                          f.train.samples->record_bytes();
+  }
+  if (cfg.data.prefetch) {
+    const bool raw = info.input != config::InputKind::kPoints &&
+                     cfg.model.precision == config::Precision::kInt8;
+    for (std::unique_ptr<BatchSource>* s : {&r.train, &r.test, &r.val}) {
+      if (!*s) continue;
+      r.bytes += prefetch_bytes((*s)->sample_floats(), batch, raw);
+      *s = prefetched(std::move(*s), batch);
+    }
   }
   return r;
 }

@@ -26,6 +26,7 @@ struct DataConfig {
   std::optional<std::int64_t> validation;   // hold out the last N training samples; null = none
   std::int64_t points = 1024;          // modelnet40: points per sample
   Augment augment = Augment::kRotateJitter;  // modelnet40 training
+  bool prefetch = true;                // read the next batch on a background thread
 };
 struct ModelConfig {
   Arch arch = Arch::kLeNet5;
