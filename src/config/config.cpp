@@ -28,7 +28,10 @@ using OrderedJson = nlohmann::ordered_json;
 
 // kIntSchedule / kNumberSchedule: a Schedule whose values are integers / numbers, each within
 // the key's range (JSON: a plain value, or {"<epoch>": value, ...} containing "0").
-enum class Type { kInt, kSeed, kNumber, kBool, kString, kEnum, kPartition, kIntSchedule, kNumberSchedule };
+// kBytes: a size in bytes, an integer or a string with a unit ("400MiB", "1.5 GB").
+enum class Type {
+  kInt, kSeed, kNumber, kBool, kString, kEnum, kPartition, kIntSchedule, kNumberSchedule, kBytes
+};
 
 using IntRef = std::int64_t& (*)(ExperimentConfig&);
 using BoolRef = bool& (*)(ExperimentConfig&);
@@ -191,6 +194,10 @@ const std::vector<Key>& schema() {
        "fp32 buffers: lean (PointNet's per-point stack streamed in chunks of points, its widest "
        "layer recomputed for backprop; same results) | whole_batch (keep every activation: "
        "more memory, Full BP faster)"},
+      {"train.memory_limit", Type::kBytes, ZT_FIELD(train.memory_limit), at_least(1), {},
+       "refuse to start a run whose predicted peak resident memory (memory.predicted_peak_bytes, "
+       "also printed by --dry-run) exceeds this: bytes, or a string with a unit, e.g. \"400MiB\" "
+       "(B, KiB, MiB, GiB, kB, MB, GB); null = no limit", "null"},
       {"int8.r_max", Type::kInt, ZT_FIELD(int8.r_max), closed(1, 127), {},
        "perturbation range of int8 ZO (u uniform in [-r_max, r_max])"},
       {"int8.b_zo", Type::kIntSchedule, ZT_FIELD(int8.b_zo), closed(1, 7), {},
@@ -296,8 +303,28 @@ const char* type_name(const Key& k) {
     case Type::kPartition: return "an integer or a partition name";
     case Type::kIntSchedule: return "an integer or a schedule";
     case Type::kNumberSchedule: return "a number or a schedule";
+    case Type::kBytes: return "a size in bytes";
   }
   return "?";
+}
+
+// "400MiB", "1.5 GB", "4096", "64 KiB" -> bytes; nullopt when it is not such a size.
+std::optional<double> parse_bytes(const std::string& text) {
+  std::size_t used = 0;
+  double x = 0;
+  try {
+    x = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  std::string unit = text.substr(used);
+  unit.erase(0, unit.find_first_not_of(' '));
+  static const std::pair<std::string_view, double> kUnits[] = {
+      {"", 1},          {"b", 1},        {"kib", 1024.0}, {"mib", 1048576.0}, {"gib", 1073741824.0},
+      {"kb", 1e3},      {"mb", 1e6},     {"gb", 1e9}};
+  for (const auto& [name, scale] : kUnits)
+    if (lower(unit) == name) return !std::isfinite(x) || x < 0 ? std::nullopt : std::optional(x * scale);
+  return std::nullopt;
 }
 
 std::string format_number(double v) {
@@ -578,6 +605,18 @@ class Applier {
       case Type::kNumberSchedule:
         std::get<ScheduleRef>(k.ref)(cfg_) = parse_schedule(k, v);
         return;
+      case Type::kBytes: {
+        const std::string expected =
+            "a size: bytes, or a number with a unit (B, KiB, MiB, GiB, kB, MB, GB) such as "
+            "\"400MiB\"" + or_unset;
+        std::optional<double> x;
+        if (v.is_number()) x = v.get<double>();
+        else if (v.is_string()) x = parse_bytes(v.get<std::string>());
+        if (!x || std::nearbyint(*x) != *x || !in_range(k.range, *x) || *x >= 9e18)
+          wrong(k, v, expected);
+        std::get<OptIntRef>(k.ref)(cfg_) = static_cast<std::int64_t>(*x);
+        return;
+      }
     }
   }
 
@@ -750,6 +789,7 @@ OrderedJson value_json(const Key& k, const ExperimentConfig& c) {
       if (p.rule == Partition::Rule::kLayers) return p.layers;
       return partition_text(p);
     }
+    case Type::kBytes: return number_json<IntRef, OptIntRef>(k, cfg);
     case Type::kIntSchedule:
     case Type::kNumberSchedule: {
       const Schedule& s = std::get<ScheduleRef>(k.ref)(cfg);
@@ -831,6 +871,7 @@ std::string keys_help() {
         type = std::string(k.type == Type::kIntSchedule ? "integer " : "number ") +
                describe_range(k.range) + " or {\"epoch\": value} schedule";
         break;
+      case Type::kBytes: type = "bytes or \"<n>KiB|MiB|GiB|kB|MB|GB\""; break;
     }
     if (!k.unset.empty()) type += " or " + std::string(k.unset);
     out += "  " + std::string(k.path) + " (" + type + ", default " +

@@ -94,6 +94,30 @@ void Int8Net::point_product(int i, std::size_t rows, const std::int8_t* x,
               weights_.data() + l.weight_offset, acc);
 }
 
+void Int8Net::point_backward_input(int i, std::size_t rows, const std::int8_t* e,
+                                   std::int32_t* acc) const {
+  const Int8Layer& l = layer(i);
+  ZT_CHECK(l.op == LayerOp::kPointLinear);
+  linear_bwd_in_(static_cast<int>(rows), l.weight_shape[0], l.weight_shape[1], e,
+                 weights_.data() + l.weight_offset, acc);
+}
+
+void Int8Net::point_backward_weights(int i, std::size_t rows, const std::int8_t* e,
+                                     const std::int8_t* x, std::int32_t* grad) const {
+  const Int8Layer& l = layer(i);
+  ZT_CHECK(l.op == LayerOp::kPointLinear);
+  linear_bwd_w_(static_cast<int>(rows), l.weight_shape[0], l.weight_shape[1], e, x, grad);
+}
+
+int Int8Net::requantize(const std::int32_t* acc, std::size_t n, std::int8_t* y) const {
+  return requantize_(acc, n, y);
+}
+
+void Int8Net::update(int i, const std::int32_t* grad, int b_bp) {
+  const Int8Layer& l = layer(i);
+  update_(weights_.data() + l.weight_offset, grad, l.weight_count, b_bp);
+}
+
 int Int8Net::forward(int i, int batch, const std::int8_t* x, int ex, std::int8_t* y,
                      std::int32_t* acc, void* scratch) const {
   const Int8Layer& l = layer(i);

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -288,6 +289,51 @@ LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunDa
   return r;
 }
 
+// The run's peak resident set, predicted before its first step (docs/design.md §9). Building
+// the engine allocates and touches every planned buffer, and opening the data reads what it
+// keeps, so most of the peak is resident already; training adds the checkpoint's copy of the
+// parameters and optimizer state (made at every save) and the batches the data sources fill
+// later (prefetch buffers, read scratch: counted in dataset_bytes), plus the worker threads'
+// stacks and allocator arenas. The set-up's own high-water mark (e.g. HDF5's checks at open)
+// stays if it is higher.
+std::uint64_t predict_peak_rss(const Engine& engine, const RunData& rd, int threads) {
+  const std::uint64_t now = telemetry::current_rss_bytes();
+  std::uint64_t checkpoint = 0;
+  {
+    TensorFile f;
+    engine.save(f);
+    for (const auto& [name, t] : f.tensors) checkpoint += t.bytes.size();
+  }
+  constexpr std::uint64_t kPerThread = 256 << 10;  // a worker's touched stack and arena
+  const std::uint64_t later = checkpoint + rd.bytes + kPerThread * static_cast<std::uint64_t>(threads + 1);
+  return std::max<std::uint64_t>(telemetry::peak_rss_bytes(), now + later);
+}
+
+// train.memory_limit: a run predicted to need more is refused before it writes anything, with
+// what would make it fit.
+void check_memory_limit(const config::ExperimentConfig& cfg, const Engine& engine,
+                        std::uint64_t predicted, int batch) {
+  if (!cfg.train.memory_limit || predicted <= static_cast<std::uint64_t>(*cfg.train.memory_limit))
+    return;
+  std::pair<std::string, std::size_t> largest{"", 0};
+  for (const auto& b : engine.planned_buffers())
+    if (b.second > largest.second) largest = b;
+  const auto mib = [](std::uint64_t b) { return fmt::format("{:.1f} MiB", b / 1048576.0); };
+  std::string msg = fmt::format(
+      "train.memory_limit: this run is predicted to peak at {} resident ({} bytes), over the "
+      "limit of {} ({} bytes). Its planned buffers take {} (largest: '{}', {}). To fit: lower "
+      "train.batch_size (now {}; activation buffers scale with it)",
+      mib(predicted), predicted, mib(*cfg.train.memory_limit), *cfg.train.memory_limit,
+      mib(engine.planned_bytes()), largest.first, mib(largest.second), batch);
+  if (engine.partition() < engine.num_parametric())
+    msg += fmt::format(", or train more layers by ZO (method.partition, now {} of {}: ZO "
+                       "layers keep no activations for backprop)",
+                       engine.partition(), engine.num_parametric());
+  if (cfg.train.memory_plan != config::MemoryPlan::kLean) msg += ", or set train.memory_plan lean";
+  msg += ", or raise train.memory_limit. zotrain --dry-run prints the plan.";
+  throw Error(msg);
+}
+
 }  // namespace
 
 int run_experiment(const RunRequest& req) {
@@ -332,7 +378,10 @@ int run_experiment(const RunRequest& req) {
 
   const auto paper = engine->paper_memory();
   const std::size_t planned = engine->planned_bytes();
+  const std::uint64_t predicted = predict_peak_rss(*engine, rd, threads);
+  check_memory_limit(cfg, *engine, predicted, batch);
   json plan = plan_json(effective, *engine, batch, threads, rd.bytes);
+  plan["memory"]["predicted_peak_bytes"] = predicted;
   spdlog::info("{}: {} {} on {} ({} train{} / {} test samples), C = {} of {} ({} ZO + {} BP params)",
                cfg.name, config::name(effective.method.name), config::name(cfg.model.arch),
                config::name(cfg.data.dataset), rd.train_count,
@@ -343,7 +392,7 @@ int run_experiment(const RunRequest& req) {
   // ---- from here on the output directory is ours ----
   folder.claim();
   if (req.dry_run) {
-    rep.plan(cfg.name, *engine, paper, planned);
+    rep.plan(cfg.name, *engine, paper, planned, predicted);
     folder.write_config(effective);
     plan["dry_run"] = true;
     plan["memory"]["peak_rss_bytes"] = telemetry::peak_rss_bytes();  // data loaded, nothing trained

@@ -17,12 +17,14 @@ Int8Plan::Int8Plan(const nn::Int8Net& net, const Int8PlanOptions& o) {
   const int layers = net.size();
 
   // Lean tail: the per-point stack (nn/network_desc.hpp) ends PointLinear → ReLU → max over
-  // points, all before the backprop segment.
+  // points, wholly in the ZO part (forward only) or wholly in the backprop part.
   if (o.lean) {
     const nn::PointStack stack = nn::find_point_stack(net.describe());
-    if (stack.found() && stack.pool < seg && stack.between == std::vector{nn::LayerOp::kRelu})
+    if (stack.found() && stack.between == std::vector{nn::LayerOp::kRelu} &&
+        (stack.pool < seg || seg <= stack.tail))
       tail = stack.tail;
   }
+  tail_bp = tail >= 0 && seg <= tail;
   std::size_t pingpong = 0, acc = 0, scratch = 0, err = 0;
   h_kept_.assign(static_cast<std::size_t>(layers), -1);
   for (int i = 0; i < layers; ++i) {
@@ -32,18 +34,25 @@ Int8Plan::Int8Plan(const nn::Int8Net& net, const Int8PlanOptions& o) {
       const std::size_t width = static_cast<std::size_t>(l.out.dims.back());
       const std::size_t rows = B * static_cast<std::size_t>(l.out.dims.at(0));
       if (i == tail) {
-        tail_rows = std::min(rows, std::max<std::size_t>(1, kTailChunkElems / width));
+        // At most kTailMaxRows rows, so a chunk's int32 weight gradient cannot saturate.
+        tail_rows = std::min({rows, std::max<std::size_t>(1, o.tail_chunk_elems / width),
+                              kTailMaxRows});
         acc = std::max(acc, tail_rows * width);
+        if (i > seg) {  // the error into the tail's input, whole: [B, N, K]
+          acc = std::max(acc, B * l.in.numel());
+          err = std::max(err, B * l.in.numel());
+        }
       }
       continue;
     }
+    const bool pool_of_tail = tail >= 0 && i == tail + 2;  // its input is never whole
     if (i < keep_from)
       pingpong = std::max(pingpong, out);
     else
       h_kept_[static_cast<std::size_t>(i)] = arena_.reserve<std::int8_t>(l.name + " output (int8)", out);
     acc = std::max(acc, net.acc_elems(i, o.batch_size));
     scratch = std::max(scratch, net.scratch_bytes(i, o.batch_size, o.threads));
-    if (i >= seg) err = std::max({err, B * l.in.numel(), out});
+    if (i >= seg) err = std::max({err, pool_of_tail ? 0 : B * l.in.numel(), out});
   }
   if (pingpong > 0)
     for (int k = 0; k < 2; ++k)
@@ -57,6 +66,14 @@ Int8Plan::Int8Plan(const nn::Int8Net& net, const Int8PlanOptions& o) {
     const std::size_t C = net.layer(tail + 2).out.numel();
     h_tail_sums_ = arena_.reserve<std::int64_t>("BatchNorm sums (int64)", 2 * C);
     h_tail_ext_ = arena_.reserve<std::int32_t>("BatchNorm extremes (int32)", 2 * C);
+  }
+  if (tail_bp) {
+    const nn::Int8Layer& l = net.layer(tail);
+    const std::size_t chunk = tail_rows * static_cast<std::size_t>(l.out.dims.back());
+    h_tail_prod_ = arena_.reserve<std::int32_t>("tail backward chunk product (int32)", chunk);
+    h_tail_y_ = arena_.reserve<std::int8_t>("tail backward chunk output (int8)", chunk);
+    h_tail_e_ = arena_.reserve<std::int8_t>("tail backward chunk error (int8)", chunk);
+    h_tail_grad_ = arena_.reserve<std::int64_t>("tail weight gradient (int64)", l.weight_count);
   }
   if (scratch > 0) h_scratch_ = arena_.reserve<std::int8_t>("conv scratch", scratch);  // bytes
   if (o.partition > 0)

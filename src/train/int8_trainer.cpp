@@ -3,12 +3,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "zotrain/core/error.hpp"
 #include "zotrain/core/rng.hpp"
 #include "zotrain/core/seeds.hpp"
+#include "zotrain/kernels/batchnorm_s8.hpp"
 #include "zotrain/kernels/niti_loss.hpp"
 #include "zotrain/kernels/quant.hpp"
 
@@ -47,7 +50,8 @@ kernels::PerturbS8Params perturbation(std::uint64_t step_seed, int query, const 
 Int8Trainer::Int8Trainer(nn::Int8Net& net, const Int8TrainerOptions& options)
     : net_(net),
       opt_(options),
-      plan_(net, {options.partition, options.batch_size, options.threads, options.lean}) {
+      plan_(net, {options.partition, options.batch_size, options.threads, options.lean,
+                  options.tail_chunk_elems}) {
   zo_weights_ = net_.num_weights_of_range(0, opt_.partition);
   plus_logits_ = plan_.plus_logits();
   perturb_ = kernels::select_perturb_s8(opt_.isa);
@@ -141,7 +145,95 @@ int Int8Trainer::forward_tail(int n, int ex) {
     pooled[i] = v > 0 ? v : 0;
   }
   if (l.norm) l.norm_exp = base + shift;
+  tail_shift_ = shift;
   return base + shift;
+}
+
+void Int8Trainer::tail_chunk_output(std::size_t r0, std::size_t nr) {
+  const int tail = plan_.tail;
+  const nn::Int8Layer& l = net_.layer(tail);
+  const std::size_t K = static_cast<std::size_t>(l.in.dims.at(1));
+  const std::size_t C = static_cast<std::size_t>(l.out.dims.at(1));
+  std::int32_t* prod = plan_.tail_chunk_product();
+  std::int8_t* y = plan_.tail_chunk_output();
+  net_.point_product(tail, nr, act(tail - 1) + r0 * K, prod);
+  const kernels::ChannelNorm* nrm = l.norm ? l.norm_state.data() : nullptr;
+  for (std::size_t i = 0; i < nr * C; ++i) {
+    const std::int32_t v = nrm != nullptr ? kernels::batchnorm_apply(prod[i], nrm[i % C]) : prod[i];
+    y[i] = kernels::clamp_s8(kernels::round_shift(v, tail_shift_));
+  }
+}
+
+void Int8Trainer::backward_tail(const std::int8_t* e_pool, std::int8_t* e_in, int b_bp) {
+  const int tail = plan_.tail;
+  const nn::Int8Layer& l = net_.layer(tail);
+  const std::size_t N = static_cast<std::size_t>(l.in.dims.at(0));
+  const std::size_t K = static_cast<std::size_t>(l.in.dims.at(1));
+  const std::size_t C = static_cast<std::size_t>(l.out.dims.at(1));
+  const std::size_t rows = static_cast<std::size_t>(n_) * N;
+  const std::int8_t* x = act(tail - 1);
+  const std::int8_t* pooled = act(tail + 2);
+  const std::int8_t* y = plan_.tail_chunk_output();
+  std::int8_t* e = plan_.tail_chunk_error();
+  // Per (sample, channel): the point whose ReLU output the pool took (its first maximum), −1
+  // until found. Where the pooled value is 0, ReLU's backward zeroes the error at any point.
+  std::int32_t* first = plan_.tail_max();
+  std::fill(first, first + static_cast<std::size_t>(n_) * C, -1);
+  // The error of the product's output at (r, c): the pool's error at its point, through ReLU.
+  auto err_at = [&](std::size_t r, std::size_t c) -> std::int8_t {
+    const std::size_t bc = (r / N) * C + c;
+    return first[bc] == static_cast<std::int32_t>(r % N) ? e_pool[bc] : std::int8_t{0};
+  };
+  // Pass 1: find the points; with BatchNorm also the largest |dy| for the requantisation.
+  std::optional<kernels::BatchNormBackward> bn;
+  std::uint64_t largest = 0;
+  if (l.norm) {
+    std::int64_t* sums = plan_.tail_norm_sums();  // Σe, Σe·x̂: only the pooled points count
+    std::fill(sums, sums + 2 * C, std::int64_t{0});
+    for (std::size_t bc = 0; bc < static_cast<std::size_t>(n_) * C; ++bc)
+      if (pooled[bc] > 0) {
+        sums[bc % C] += e_pool[bc];
+        sums[C + bc % C] += static_cast<std::int64_t>(e_pool[bc]) * pooled[bc];
+      }
+    bn.emplace(rows, static_cast<int>(C), l.norm_exp, l.norm_state.data(), sums);
+  }
+  for (std::size_t r0 = 0; r0 < rows; r0 += plan_.tail_rows) {
+    const std::size_t nr = std::min(plan_.tail_rows, rows - r0);
+    tail_chunk_output(r0, nr);
+    for (std::size_t r = r0; r < r0 + nr; ++r)
+      for (std::size_t c = 0; c < C; ++c) {
+        const std::size_t bc = (r / N) * C + c;
+        const std::int8_t v = y[(r - r0) * C + c];
+        if (first[bc] < 0 && pooled[bc] > 0 && v == pooled[bc]) first[bc] = static_cast<std::int32_t>(r % N);
+        if (bn) {
+          const std::uint64_t m = kernels::BatchNormBackward::magnitude(bn->dy(err_at(r, c), v, static_cast<int>(c)));
+          largest = m > largest ? m : largest;
+        }
+      }
+  }
+  const int s = kernels::BatchNormBackward::shift(largest);
+  // Pass 2: each chunk's error of the product, its input error rows and weight gradient.
+  std::int32_t* acc = plan_.acc();
+  std::int32_t* grad = plan_.grad();
+  std::int64_t* total = plan_.tail_grad();
+  std::fill(total, total + l.weight_count, std::int64_t{0});
+  for (std::size_t r0 = 0; r0 < rows; r0 += plan_.tail_rows) {
+    const std::size_t nr = std::min(plan_.tail_rows, rows - r0);
+    if (bn) tail_chunk_output(r0, nr);  // x̂ again
+    for (std::size_t r = r0; r < r0 + nr; ++r)
+      for (std::size_t c = 0; c < C; ++c) {
+        const std::size_t i = (r - r0) * C + c;
+        e[i] = bn ? kernels::BatchNormBackward::error(bn->dy(err_at(r, c), y[i], static_cast<int>(c)), s)
+                  : err_at(r, c);
+      }
+    if (e_in != nullptr) net_.point_backward_input(tail, nr, e, acc + r0 * K);
+    net_.point_backward_weights(tail, nr, e, x + r0 * K, grad);
+    for (std::size_t i = 0; i < l.weight_count; ++i) total[i] += grad[i];
+  }
+  if (e_in != nullptr) net_.requantize(acc, rows * K, e_in);
+  for (std::size_t i = 0; i < l.weight_count; ++i)  // as the whole-batch kernel saturates
+    grad[i] = static_cast<std::int32_t>(std::clamp<std::int64_t>(total[i], INT32_MIN, INT32_MAX));
+  net_.update(tail, grad, b_bp);
 }
 
 void Int8Trainer::begin(const std::int8_t* x, int exponent, int n) {
@@ -196,8 +288,13 @@ void Int8Trainer::backprop(const std::uint8_t* labels, std::uint64_t step_seed,
   void* scratch = plan_.scratch();
   int cur = 0;
   for (int i = layers - 1; i >= seg; --i) {
-    std::int8_t* e_in = i > seg ? err[1 - cur] : nullptr;
-    net_.backward(i, n_, act(i - 1), act(i), err[cur], e_in, acc, grad, h.b_bp, scratch);
+    if (plan_.tail_bp && i == plan_.tail + 2) {  // pool, ReLU and the product, streamed
+      i = plan_.tail;
+      backward_tail(err[cur], i > seg ? err[1 - cur] : nullptr, h.b_bp);
+    } else {
+      net_.backward(i, n_, act(i - 1), act(i), err[cur], i > seg ? err[1 - cur] : nullptr, acc,
+                    grad, h.b_bp, scratch);
+    }
     cur = 1 - cur;
   }
 }

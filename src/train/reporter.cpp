@@ -100,7 +100,8 @@ void Reporter::tables(const telemetry::PhaseTimes& t, double epochs_run,
 }
 
 void Reporter::plan(const std::string& name, const Engine& engine,
-                    const telemetry::PaperMemory& paper, std::size_t planned) const {
+                    const telemetry::PaperMemory& paper, std::size_t planned,
+                    std::uint64_t predicted_peak) const {
   if (quiet_) return;
   std::printf("plan for '%s':\n", name.c_str());
   for (const LayerRow& r : engine.layers())
@@ -110,6 +111,8 @@ void Reporter::plan(const std::string& name, const Engine& engine,
   for (const auto& [buf, bytes] : engine.planned_buffers())
     std::printf("    %-28s %12zu bytes\n", buf.c_str(), bytes);
   tables(telemetry::PhaseTimes{}, 0, paper, planned, 0);
+  std::printf("  %-32s %14llu %12s\n", "predicted peak RSS (process)",
+              static_cast<unsigned long long>(predicted_peak), mib(predicted_peak).c_str());
 }
 
 }  // namespace zt::train

@@ -30,7 +30,7 @@ class Reporter {
   void end_epoch();  // clears the live bar before the epoch's log line
 
   void plan(const std::string& name, const Engine& engine, const telemetry::PaperMemory& paper,
-            std::size_t planned) const;
+            std::size_t planned, std::uint64_t predicted_peak) const;
   void tables(const telemetry::PhaseTimes& t, double epochs_run,
               const telemetry::PaperMemory& paper, std::size_t planned, std::uint64_t rss) const;
 

@@ -269,7 +269,7 @@ TEST(ConfigTest, RoundTrip) {
 TEST(ConfigTest, DumpAndHelpListEveryKey) {
   const std::string dump = to_json_text(ExperimentConfig{});
   const std::string help = keys_help();
-  ASSERT_EQ(key_names().size(), 42u);
+  ASSERT_EQ(key_names().size(), 44u);
   for (const std::string& k : key_names()) {
     const std::string leaf = k.substr(k.rfind('.') + 1);
     EXPECT_NE(dump.find("\"" + leaf + "\""), std::string::npos) << k;
@@ -281,6 +281,22 @@ TEST(ConfigTest, DumpAndHelpListEveryKey) {
       << help;
   EXPECT_NE(help.find("data.dataset (mnist | fashion_mnist | modelnet40, default \"mnist\")"),
             std::string::npos);
+}
+
+TEST(ConfigTest, MemoryLimitTakesBytesOrAUnit) {
+  auto limit = [](const std::string& v) { return parse("{}", {"train.memory_limit=" + v}).train.memory_limit; };
+  EXPECT_FALSE(parse("{}", {}).train.memory_limit.has_value());
+  EXPECT_EQ(limit("4096"), 4096);
+  EXPECT_EQ(limit("\"400MiB\""), 400LL << 20);
+  EXPECT_EQ(limit("\"1.5 GB\""), 1500000000LL);
+  EXPECT_EQ(limit("\"64kib\""), 65536);
+  EXPECT_EQ(limit("\"2GiB\""), 2LL << 30);
+  EXPECT_FALSE(limit("null").has_value());
+  for (const char* bad : {"\"lots\"", "\"400 furlongs\"", "0", "\"-1MiB\"", "\"0.5B\"", "true"})
+    test::expect_error([&] { limit(bad); }, {"train.memory_limit", "400MiB"});
+  // Written back as bytes, read again the same.
+  const ExperimentConfig c = parse("{}", {"train.memory_limit=\"400MiB\""});
+  EXPECT_EQ(parse_config(to_json_text(c), "t", {}).train.memory_limit, 400LL << 20);
 }
 
 TEST(ConfigTest, ZoQueriesAreCheckedAgainstThePrecision) {

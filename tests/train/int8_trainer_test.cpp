@@ -129,7 +129,8 @@ struct PointRun {
   std::size_t planned = 0;
 };
 
-PointRun train_points(int points, int partition, bool lean, int steps, bool batchnorm = true) {
+PointRun train_points(int points, int partition, bool lean, int steps, bool batchnorm = true,
+                      std::size_t chunk_elems = kTailChunkElems) {
   constexpr int kB = 4;
   auto fp32 = nn::make_pointnet(points, kernels::Isa::kReference);
   auto net = nn::make_int8_net(*fp32, kernels::best_isa(), batchnorm);
@@ -138,6 +139,7 @@ PointRun train_points(int points, int partition, bool lean, int steps, bool batc
   o.partition = partition;
   o.batch_size = kB;
   o.lean = lean;
+  o.tail_chunk_elems = chunk_elems;
   Int8Trainer t(*net, o);
   const auto estimator = make_estimator("two_sided", 1);
   Int8Hyper h;
@@ -180,26 +182,51 @@ TEST(Int8Net, BatchNormFoldsIntoThePerPointLayers) {
 }
 
 // With the integer BatchNorm (docs/design.md §5.8) the stream also gathers the channels'
-// statistics and extremes; without it (int8.batchnorm false) it is plain NITI.
+// statistics and extremes; without it (int8.batchnorm false) it is plain NITI. Chunks of 7 rows
+// (1,024 × 7 elements) split samples and their points at odd places.
 TEST(Int8LeanTail, SameWeightsAsWholeBatchForward) {
   for (bool bn : {true, false}) {
   for (int points : {64, 80}) {
     for (int c : {5, 6, 8}) {
       const PointRun whole = train_points(points, c, false, 4, bn);
-      const PointRun lean = train_points(points, c, true, 4, bn);
-      const std::string what = "N " + std::to_string(points) + " C " + std::to_string(c) +
-                               (bn ? " batchnorm" : " no batchnorm");
-      EXPECT_FALSE(whole.lean) << what;
-      EXPECT_TRUE(lean.lean) << what;
-      EXPECT_EQ(lean.weights, whole.weights) << what;
-      EXPECT_EQ(lean.logits, whole.logits) << what;
-      EXPECT_EQ(lean.exponent, whole.exponent) << what;
-      EXPECT_LT(lean.planned, whole.planned) << what;
+      for (std::size_t chunk : {kTailChunkElems, std::size_t{1024 * 7}}) {
+        const PointRun lean = train_points(points, c, true, 4, bn, chunk);
+        const std::string what = "N " + std::to_string(points) + " C " + std::to_string(c) +
+                                 (bn ? " batchnorm" : " no batchnorm") + " chunk " +
+                                 std::to_string(chunk);
+        EXPECT_FALSE(whole.lean) << what;
+        EXPECT_TRUE(lean.lean) << what;
+        EXPECT_EQ(lean.weights, whole.weights) << what;
+        EXPECT_EQ(lean.logits, whole.logits) << what;
+        EXPECT_EQ(lean.exponent, whole.exponent) << what;
+        EXPECT_LT(lean.planned, whole.planned) << what;
+      }
     }
   }
   }
-  // The tail in the backprop part: no streaming.
-  EXPECT_FALSE(train_points(64, 4, true, 1).lean);
+}
+
+// The tail in the backprop part (C ≤ 4: NITI backprop through the max-pool, ReLU and the widest
+// product, with its BatchNorm): the streamed backward recomputes each chunk and must give the
+// whole-batch backward's weights bit for bit, in far less memory.
+TEST(Int8LeanTail, SameWeightsAsWholeBatchBackward) {
+  for (bool bn : {true, false}) {
+    for (int c : {0, 3, 4}) {
+      const PointRun whole = train_points(64, c, false, 3, bn);
+      for (std::size_t chunk : {kTailChunkElems, std::size_t{1024 * 7}}) {
+        const PointRun lean = train_points(64, c, true, 3, bn, chunk);
+        const std::string what = "C " + std::to_string(c) + (bn ? " batchnorm" : " no batchnorm") +
+                                 " chunk " + std::to_string(chunk);
+        EXPECT_FALSE(whole.lean) << what;
+        EXPECT_TRUE(lean.lean) << what;
+        EXPECT_EQ(lean.weights, whole.weights) << what;
+        EXPECT_EQ(lean.logits, whole.logits) << what;
+        EXPECT_EQ(lean.exponent, whole.exponent) << what;
+        // At this toy size (256 rows) a 1,024-row chunk is the whole tensor plus chunk buffers.
+        if (chunk < kTailChunkElems) EXPECT_LT(lean.planned, whole.planned) << what;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -62,6 +62,7 @@ struct TrainConfig {
   bool eval_at_start = false;          // also evaluate before the first step (epoch 0 record)
   std::optional<std::int64_t> log_every;  // steps between records of steps.jsonl; null = none
   MemoryPlan memory_plan = MemoryPlan::kLean;  // lean: recompute, release early; whole_batch: keep all
+  std::optional<std::int64_t> memory_limit;  // bytes; refuse a run predicted to peak above it
 };
 // A per-epoch schedule. JSON: a plain number (constant for the whole run) or an object whose
 // keys are the epoch (0-based count of completed epochs) from which a value applies, e.g.

@@ -51,4 +51,25 @@ void batchnorm_forward_s32(std::size_t rows, int C, std::int32_t* acc, ChannelNo
 void batchnorm_backward_s8(std::size_t rows, int C, const std::int8_t* xhat, int xhat_exp,
                            std::int8_t* e, const ChannelNorm* norm, std::int64_t* sums);
 
+// The same backward in pieces, for a tensor that is streamed in chunks of rows and never whole
+// (train/int8_trainer.cpp): (1) Σe and Σe·x̂ per channel over every row into sums [2C];
+// (2) dy() of every element, for the largest magnitude; (3) error(dy(), shift(largest)) of
+// every element. Same bits as batchnorm_backward_s8.
+class BatchNormBackward {
+ public:
+  BatchNormBackward(std::size_t rows, int C, int xhat_exp, const ChannelNorm* norm,
+                    const std::int64_t* sums);
+  // The unrequantised error of y at one element of channel c.
+  std::int64_t dy(std::int8_t e, std::int8_t xhat, int c) const;
+  static std::uint64_t magnitude(std::int64_t dy);
+  static int shift(std::uint64_t largest);              // the tensor's requantisation shift
+  static std::int8_t error(std::int64_t dy, int shift);  // RoundShift, clamped to int8
+
+ private:
+  std::int64_t rows_;
+  int C_, k_, rs_;
+  const ChannelNorm* norm_;
+  const std::int64_t* sums_;
+};
+
 }  // namespace zt::kernels

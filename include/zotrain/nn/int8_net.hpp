@@ -93,6 +93,15 @@ class Int8Net {
   void backward(int i, int batch, const std::int8_t* x, const std::int8_t* y, std::int8_t* e_out,
                 std::int8_t* e_in, std::int32_t* acc, std::int32_t* grad, int b_bp,
                 void* scratch);
+  // The pieces of a PointLinear's backward for any rows (a trainer streaming chunks of points;
+  // each is what backward() forms for those rows): e [rows, M] → the unrequantised input error
+  // acc [rows, K]; the weight gradient of those rows, grad [M·K] (int32, saturated); the
+  // requantisation of an int32 tensor; the b_bp-bit update of layer i's weights from grad.
+  void point_backward_input(int i, std::size_t rows, const std::int8_t* e, std::int32_t* acc) const;
+  void point_backward_weights(int i, std::size_t rows, const std::int8_t* e, const std::int8_t* x,
+                              std::int32_t* grad) const;
+  int requantize(const std::int32_t* acc, std::size_t n, std::int8_t* y) const;
+  void update(int i, const std::int32_t* grad, int b_bp);
 
  private:
   std::string arch_;

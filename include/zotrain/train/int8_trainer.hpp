@@ -34,7 +34,8 @@ struct Int8TrainerOptions {
   int batch_size = 256;
   int threads = 1;     // OpenMP threads the kernels may use (scratch is sized for them)
   kernels::Isa isa = kernels::best_isa();
-  bool lean = true;  // stream the per-point tail when it is in the ZO part (see above)
+  bool lean = true;  // stream the per-point tail (see above)
+  std::size_t tail_chunk_elems = kTailChunkElems;  // its chunk size; tests use small ones
 };
 
 // Per-epoch integer hyperparameters (docs/design.md §6; the caller converts p_zero to the
@@ -84,6 +85,11 @@ class Int8Trainer {
  private:
   void forward(int n);  // from input_ through all layers; sets last_exp_
   int forward_tail(int n, int ex);  // lean: layers [tail_, tail_ + 2] into act(tail_ + 2)
+  // Lean tail in the backprop part: the tail's output for rows [r0, r0 + nr) into the plan's
+  // chunk buffer, as the last forward_tail() formed it; the tail's backward from the error of
+  // the pool's output (e_in: the error of its input; null = none).
+  void tail_chunk_output(std::size_t r0, std::size_t nr);
+  void backward_tail(const std::int8_t* e_pool, std::int8_t* e_in, int b_bp);
   const std::int8_t* last_logits() const { return act(net_.size() - 1); }
   const std::int8_t* act(int i) const;  // output of layer i (i = −1: the quantised input)
   std::int8_t* act(int i);
@@ -96,6 +102,7 @@ class Int8Trainer {
   Int8Plan plan_;
   std::int8_t* plus_logits_ = nullptr;
   int plus_exp_ = 0, last_exp_ = 0;
+  int tail_shift_ = 0;  // lean tail: the last forward's requantisation shift of its product
   std::array<std::int64_t, telemetry::kNumPhases> ns_{};
   kernels::PerturbS8Fn perturb_;
   kernels::ZoUpdateS8Fn zo_update_;

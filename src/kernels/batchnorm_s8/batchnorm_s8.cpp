@@ -102,14 +102,39 @@ void batchnorm_forward_s32(std::size_t rows, int C, std::int32_t* acc, ChannelNo
   }
 }
 
+BatchNormBackward::BatchNormBackward(std::size_t rows, int C, int xhat_exp,
+                                     const ChannelNorm* norm, const std::int64_t* sums)
+    : rows_(static_cast<std::int64_t>(rows)), C_(C), k_(-2 * xhat_exp), norm_(norm), sums_(sums) {
+  ZT_CHECK(rows > 0);
+  ZT_CHECK_MSG(k_ >= -8 && k_ <= 2 * (kNormFracBits + 1), "batchnorm_backward_s8: x̂ exponent out of range");
+  std::uint64_t rmax = 0;
+  for (int c = 0; c < C; ++c) rmax = magnitude64(norm[c].recip) > rmax ? magnitude64(norm[c].recip) : rmax;
+  rs_ = bitlen64(rmax) > 12 ? bitlen64(rmax) - 12 : 0;
+}
+
+// Scaled by rows · 2^(−2 xhat_exp) · σ (common to every element, so dropped):
+//   T = (rows · e − Σe) · 2^k − x̂ · Σ(e · x̂),  k = −2 · xhat_exp,
+// then dy = T · rb with rb ∝ 1/σ, at most 2^12 (the channels' reciprocals share one shift).
+std::int64_t BatchNormBackward::dy(std::int8_t e, std::int8_t xhat, int c) const {
+  const std::int64_t u = rows_ * e - sums_[c];
+  const std::int64_t v = static_cast<std::int64_t>(xhat) * sums_[C_ + c];
+  const std::int64_t t = k_ >= 0 ? u * (std::int64_t{1} << k_) - v : u - v * (std::int64_t{1} << -k_);
+  return t * round_shift64(norm_[c].recip, rs_);
+}
+
+std::uint64_t BatchNormBackward::magnitude(std::int64_t dy) { return magnitude64(dy); }
+
+int BatchNormBackward::shift(std::uint64_t largest) {
+  const int bl = bitlen64(largest);
+  return bl > kInt8Bits ? bl - kInt8Bits : 0;
+}
+
+std::int8_t BatchNormBackward::error(std::int64_t dy, int shift) {
+  return clamp_s8(round_shift64(dy, shift));
+}
+
 void batchnorm_backward_s8(std::size_t rows, int C, const std::int8_t* xhat, int xhat_exp,
                            std::int8_t* e, const ChannelNorm* norm, std::int64_t* sums) {
-  ZT_CHECK(rows > 0);
-  // Scaled by rows · 2^(−2 xhat_exp) · σ (common to every element, so dropped):
-  //   T = (rows · e − Σe) · 2^k − x̂ · Σ(e · x̂),  k = −2 · xhat_exp,
-  // then dy = T · rb with rb ∝ 1/σ, at most 2^12 (the channels' reciprocals share one shift).
-  const int k = -2 * xhat_exp;
-  ZT_CHECK_MSG(k >= -8 && k <= 2 * (kNormFracBits + 1), "batchnorm_backward_s8: x̂ exponent out of range");
   std::int64_t* a = sums;      // Σ e
   std::int64_t* b = sums + C;  // Σ e · x̂
   for (int c = 0; c < 2 * C; ++c) sums[c] = 0;
@@ -120,31 +145,22 @@ void batchnorm_backward_s8(std::size_t rows, int C, const std::int8_t* xhat, int
       b[c] += static_cast<std::int64_t>(e[o + static_cast<std::size_t>(c)]) * xhat[o + static_cast<std::size_t>(c)];
     }
   }
-  std::uint64_t rmax = 0;
-  for (int c = 0; c < C; ++c) rmax = magnitude64(norm[c].recip) > rmax ? magnitude64(norm[c].recip) : rmax;
-  const int rs = bitlen64(rmax) > 12 ? bitlen64(rmax) - 12 : 0;
-  const std::int64_t m = static_cast<std::int64_t>(rows);
-  auto dy = [&](std::size_t o, int c) {
-    const std::int64_t u = m * e[o] - a[c];
-    const std::int64_t v = static_cast<std::int64_t>(xhat[o]) * b[c];
-    const std::int64_t t = k >= 0 ? u * (std::int64_t{1} << k) - v : u - v * (std::int64_t{1} << -k);
-    return t * round_shift64(norm[c].recip, rs);
-  };
+  const BatchNormBackward g(rows, C, xhat_exp, norm, sums);
   std::uint64_t mx = 0;
   for (std::size_t r = 0; r < rows; ++r) {
     const std::size_t o = r * static_cast<std::size_t>(C);
     for (int c = 0; c < C; ++c) {
-      const std::uint64_t v = magnitude64(dy(o + static_cast<std::size_t>(c), c));
+      const std::size_t i = o + static_cast<std::size_t>(c);
+      const std::uint64_t v = magnitude64(g.dy(e[i], xhat[i], c));
       mx = v > mx ? v : mx;
     }
   }
-  const int bl = bitlen64(mx);
-  const int s = bl > kInt8Bits ? bl - kInt8Bits : 0;
+  const int s = BatchNormBackward::shift(mx);
   for (std::size_t r = 0; r < rows; ++r) {
     const std::size_t o = r * static_cast<std::size_t>(C);
     for (int c = 0; c < C; ++c) {
       const std::size_t i = o + static_cast<std::size_t>(c);
-      e[i] = clamp_s8(round_shift64(dy(i, c), s));
+      e[i] = BatchNormBackward::error(g.dy(e[i], xhat[i], c), s);
     }
   }
 }
