@@ -5,9 +5,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "engine.hpp"
@@ -201,6 +205,8 @@ class StepLog {
 
 struct LoopResult {
   bool interrupted = false;
+  bool diverged = false;  // a non-finite loss or ZO gradient: stopped after that step
+  EngineStep bad_step;
   Evals last_eval;
 };
 
@@ -244,6 +250,11 @@ LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunDa
       const std::uint64_t step_seed = seeds::step(cfg.seed, st.global_step);
       const EngineStep s =
           engine.step(batcher, static_cast<int>(st.step_in_epoch), step_seed, st.acc.times);
+      if (!std::isfinite(s.loss) || !std::isfinite(s.g)) {  // the weights are garbage from here
+        r.diverged = true;
+        r.bad_step = s;
+        break;
+      }
       EpochAcc& a = st.acc;
       a.loss_sum += s.loss * s.n;
       a.correct += s.correct;
@@ -261,7 +272,7 @@ LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunDa
       rep.step(st.epoch, epochs, st.global_step, a.loss_sum / static_cast<double>(a.samples), s.n);
     }
     rep.end_epoch();
-    if (r.interrupted || (stopped_early && st.step_in_epoch == 0)) break;
+    if (r.interrupted || r.diverged || (stopped_early && st.step_in_epoch == 0)) break;
 
     // End of the epoch (or a max_steps stop inside it): evaluate and report.
     const bool last = st.epoch + 1 == epochs || stopped_early;
@@ -332,6 +343,44 @@ void check_memory_limit(const config::ExperimentConfig& cfg, const Engine& engin
   if (cfg.train.memory_plan != config::MemoryPlan::kLean) msg += ", or set train.memory_plan lean";
   msg += ", or raise train.memory_limit. zotrain --dry-run prints the plan.";
   throw Error(msg);
+}
+
+// Exit code of a run stopped by a non-finite loss or gradient (README, zotrain --help).
+constexpr int kExitDiverged = 3;
+
+// What a diverged run prints: where, what, the likely causes with their current values, and the
+// checkpoint that is left as it was.
+std::string divergence_message(const config::ExperimentConfig& cfg, const EngineStep& s,
+                               const RunState& st, const RunFolder& folder) {
+  std::string msg = fmt::format(
+      "training diverged at step {} (epoch {}, step {} of the epoch): the {} is {}; stopped "
+      "before writing anything from it. Likely cause: ",
+      st.global_step + 1, st.epoch + 1, st.step_in_epoch + 1,
+      std::isfinite(s.loss) ? "ZO gradient estimate" : "batch loss",
+      std::isfinite(s.loss) ? s.g : s.loss);
+  const bool zo = cfg.method.name != config::Method::kFullBp;
+  const bool bp = cfg.method.name != config::Method::kFullZo;
+  const auto value = [](const std::optional<double>& v) {
+    return v ? fmt::format("{}", *v) : std::string("auto");
+  };
+  std::vector<std::string> causes;
+  if (zo) {
+    causes.push_back(fmt::format("optimizer.lr = {} too large for the ZO part", value(cfg.optimizer.lr)));
+    causes.push_back(fmt::format("zo.eps = {} (a perturbation too large or too small for the "
+                                 "weights) or zo.grad_clip = {}",
+                                 cfg.zo.eps, cfg.zo.grad_clip));
+  }
+  if (bp)
+    causes.push_back(fmt::format("optimizer.{} = {} too large for the backprop part",
+                                 zo ? "bp_lr" : "lr", value(zo ? cfg.optimizer.bp_lr : cfg.optimizer.lr)));
+  for (std::size_t i = 0; i < causes.size(); ++i) msg += (i ? "; " : "") + causes[i];
+  msg += ". ";
+  msg += fs::exists(folder.checkpoint_path())
+             ? fmt::format("The last good checkpoint, {}, is kept: lower the learning rate in {}/config.json "
+                           "and continue with --resume {}.",
+                           folder.checkpoint_path(), folder.dir(), folder.dir())
+             : std::string("No checkpoint had been written yet (output.checkpoint_every).");
+  return msg;
 }
 
 }  // namespace
@@ -429,6 +478,10 @@ int run_experiment(const RunRequest& req) {
   std::signal(SIGINT, previous_int);
   std::signal(SIGTERM, previous_term);
 
+  if (r.diverged) {  // never overwrite the last good checkpoint with these weights
+    spdlog::error("{}", divergence_message(effective, r.bad_step, st, folder));
+    return kExitDiverged;
+  }
   save_checkpoint(folder.checkpoint_path(), *engine, effective, st);
   if (r.interrupted) {
     spdlog::warn("interrupted: checkpoint saved to {} (continue with --resume {})",

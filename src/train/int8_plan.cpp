@@ -25,8 +25,9 @@ Int8Plan::Int8Plan(const nn::Int8Net& net, const Int8PlanOptions& o) {
       tail = stack.tail;
   }
   tail_bp = tail >= 0 && seg <= tail;
-  std::size_t pingpong = 0, acc = 0, scratch = 0, err = 0;
+  std::size_t pingpong = 0, acc = 0, scratch = 0, err = 0, norm_width = 0;
   h_kept_.assign(static_cast<std::size_t>(layers), -1);
+  chunk_rows.assign(static_cast<std::size_t>(layers), 0);
   for (int i = 0; i < layers; ++i) {
     const nn::Int8Layer& l = net.layer(i);
     const std::size_t out = B * l.out.numel();
@@ -50,7 +51,18 @@ Int8Plan::Int8Plan(const nn::Int8Net& net, const Int8PlanOptions& o) {
       pingpong = std::max(pingpong, out);
     else
       h_kept_[static_cast<std::size_t>(i)] = arena_.reserve<std::int8_t>(l.name + " output (int8)", out);
-    acc = std::max(acc, net.acc_elems(i, o.batch_size));
+    if (tail >= 0 && i < tail && l.op == nn::LayerOp::kPointLinear && out > o.tail_chunk_elems) {
+      // A lower per-point product, in two streamed passes: only its output is whole.
+      const std::size_t width = static_cast<std::size_t>(l.out.dims.back());
+      chunk_rows[static_cast<std::size_t>(i)] =
+          std::min({B * static_cast<std::size_t>(l.out.dims.at(0)),
+                    std::max<std::size_t>(1, o.tail_chunk_elems / width), kTailMaxRows});
+      acc = std::max(acc, chunk_rows[static_cast<std::size_t>(i)] * width);
+      if (i > seg) acc = std::max(acc, B * l.in.numel());  // its backward's input error
+      if (l.norm) norm_width = std::max(norm_width, width);
+    } else {
+      acc = std::max(acc, net.acc_elems(i, o.batch_size));
+    }
     scratch = std::max(scratch, net.scratch_bytes(i, o.batch_size, o.threads));
     if (i >= seg) err = std::max({err, pool_of_tail ? 0 : B * l.in.numel(), out});
   }
@@ -62,10 +74,11 @@ Int8Plan::Int8Plan(const nn::Int8Net& net, const Int8PlanOptions& o) {
   if (tail >= 0)
     h_tail_max_ = arena_.reserve<std::int32_t>("pool running max (int32)",
                                                 B * net.layer(tail + 2).out.numel());
-  if (tail >= 0 && net.layer(tail).norm) {
-    const std::size_t C = net.layer(tail + 2).out.numel();
-    h_tail_sums_ = arena_.reserve<std::int64_t>("BatchNorm sums (int64)", 2 * C);
-    h_tail_ext_ = arena_.reserve<std::int32_t>("BatchNorm extremes (int32)", 2 * C);
+  if (tail >= 0 && net.layer(tail).norm)
+    norm_width = std::max(norm_width, net.layer(tail + 2).out.numel());
+  if (norm_width > 0) {
+    h_tail_sums_ = arena_.reserve<std::int64_t>("BatchNorm sums (int64)", 2 * norm_width);
+    h_tail_ext_ = arena_.reserve<std::int32_t>("BatchNorm extremes (int32)", 2 * norm_width);
   }
   if (tail_bp) {
     const nn::Int8Layer& l = net.layer(tail);

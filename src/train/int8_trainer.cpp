@@ -77,7 +77,10 @@ void Int8Trainer::forward(int n) {
       i += 2;
       continue;
     }
-    ex = net_.forward(i, n, act(i - 1), ex, act(i), acc, scratch);
+    if (plan_.chunk_rows[static_cast<std::size_t>(i)] > 0)
+      ex = forward_points_streamed(i, n, ex);
+    else
+      ex = net_.forward(i, n, act(i - 1), ex, act(i), acc, scratch);
   }
   last_exp_ = ex;
 }
@@ -146,6 +149,65 @@ int Int8Trainer::forward_tail(int n, int ex) {
   }
   if (l.norm) l.norm_exp = base + shift;
   tail_shift_ = shift;
+  return base + shift;
+}
+
+int Int8Trainer::forward_points_streamed(int i, int n, int ex) {
+  const nn::Int8Layer& l = net_.layer(i);
+  const std::size_t N = static_cast<std::size_t>(l.in.dims.at(0));
+  const std::size_t K = static_cast<std::size_t>(l.in.dims.at(1));
+  const std::size_t C = static_cast<std::size_t>(l.out.dims.at(1));
+  const std::size_t rows = static_cast<std::size_t>(n) * N;
+  const std::size_t step = plan_.chunk_rows[static_cast<std::size_t>(i)];
+  const std::int8_t* x = act(i - 1);
+  std::int8_t* y = act(i);
+  std::int32_t* acc = plan_.acc();
+  std::int64_t* sums = plan_.tail_norm_sums();
+  std::int32_t* ext = plan_.tail_norm_extremes();  // min [C], max [C]
+  kernels::ChannelNorm* nrm = l.norm ? l.norm_state.data() : nullptr;
+  if (l.norm) {
+    ZT_CHECK_MSG(kernels::batchnorm_sums_fit(rows, static_cast<int>(K)),
+                 "int8 BatchNorm: batch × points too large for its int64 sums");
+    std::fill(sums, sums + 2 * C, std::int64_t{0});
+  }
+  // Pass 1: the statistics and extremes (BatchNorm) or the largest magnitude.
+  std::uint32_t maxabs = 0;
+  if (l.norm) {
+    std::fill(ext, ext + C, INT32_MAX);
+    std::fill(ext + C, ext + 2 * C, INT32_MIN);
+  }
+  for (std::size_t r0 = 0; r0 < rows; r0 += step) {
+    const std::size_t nr = std::min(step, rows - r0);
+    net_.point_product(i, nr, x + r0 * K, acc);
+    if (l.norm) {
+      kernels::batchnorm_accumulate(nr, static_cast<int>(C), acc, sums, sums + C);
+      kernels::batchnorm_extremes(nr, static_cast<int>(C), acc, ext, ext + C);
+    } else {
+      for (std::size_t k = 0; k < nr * C; ++k) {
+        const std::uint32_t m = kernels::magnitude(acc[k]);
+        maxabs = m > maxabs ? m : maxabs;
+      }
+    }
+  }
+  int base = ex + l.exponent;
+  if (l.norm) {  // x̂ is monotone in y: its largest |x̂| is at a channel's extremes
+    kernels::batchnorm_finish(rows, static_cast<int>(C), sums, sums + C, nrm);
+    for (std::size_t c = 0; c < C; ++c)
+      maxabs = std::max({maxabs, kernels::magnitude(kernels::batchnorm_apply(ext[c], nrm[c])),
+                         kernels::magnitude(kernels::batchnorm_apply(ext[C + c], nrm[c]))});
+    base = -kernels::kNormFracBits;
+  }
+  const int b = kernels::bitlen(maxabs);
+  const int shift = b > kernels::kInt8Bits ? b - kernels::kInt8Bits : 0;
+  // Pass 2: each chunk again, normalised and requantised with the tensor's shift.
+  for (std::size_t r0 = 0; r0 < rows; r0 += step) {
+    const std::size_t nr = std::min(step, rows - r0);
+    net_.point_product(i, nr, x + r0 * K, acc);
+    if (nrm != nullptr) kernels::batchnorm_apply_rows(nr, static_cast<int>(C), acc, nrm);
+    std::int8_t* out = y + r0 * C;
+    for (std::size_t k = 0; k < nr * C; ++k) out[k] = kernels::clamp_s8(kernels::round_shift(acc[k], shift));
+  }
+  if (l.norm) l.norm_exp = base + shift;
   return base + shift;
 }
 

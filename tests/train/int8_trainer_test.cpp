@@ -223,7 +223,9 @@ TEST(Int8LeanTail, SameWeightsAsWholeBatchBackward) {
         EXPECT_EQ(lean.logits, whole.logits) << what;
         EXPECT_EQ(lean.exponent, whole.exponent) << what;
         // At this toy size (256 rows) a 1,024-row chunk is the whole tensor plus chunk buffers.
-        if (chunk < kTailChunkElems) EXPECT_LT(lean.planned, whole.planned) << what;
+        if (chunk < kTailChunkElems) {
+          EXPECT_LT(lean.planned, whole.planned) << what;
+        }
       }
     }
   }

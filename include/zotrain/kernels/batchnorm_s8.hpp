@@ -37,6 +37,12 @@ void batchnorm_finish(std::size_t rows, int C, const std::int64_t* s1, const std
 // x̂ · 2^F = RoundShift((y − μ) · recip, R), saturated to int32. Monotone non-decreasing in y.
 std::int32_t batchnorm_apply(std::int32_t y, const ChannelNorm& n);
 
+// acc [rows, C] ← x̂ · 2^F in place, with the channels' statistics.
+void batchnorm_apply_rows(std::size_t rows, int C, std::int32_t* acc, const ChannelNorm* norm);
+// Streaming extremes: lo[c] ← min(lo[c], y[r, c]), hi[c] ← max(hi[c], y[r, c]) over the rows.
+void batchnorm_extremes(std::size_t rows, int C, const std::int32_t* y, std::int32_t* lo,
+                        std::int32_t* hi);
+
 // Whole tensor: statistics of acc [rows, C], then acc ← x̂ · 2^F in place.
 // `sums` is scratch for 2·C int64.
 void batchnorm_forward_s32(std::size_t rows, int C, std::int32_t* acc, ChannelNorm* norm,

@@ -12,7 +12,10 @@
 // int32 value. Requantisation (RoundShift with one shift for the tensor), clamping and ReLU are
 // monotone non-decreasing, so max-pooling commutes with them: the pool is ReLU(requantise(max))
 // — bit-identical to the whole-batch forward — and neither the [B, N, C] int32 accumulator nor
-// the int8 output of the widest layer ever exists. In the backprop part the tail's backward
+// the int8 output of the widest layer ever exists. The lower per-point products that span more
+// than one chunk are formed in two passes over chunks — statistics, extremes and the largest
+// magnitude first, then each chunk again, normalised and requantised with the tensor's shift
+// into the whole int8 output — so their int32 products are never whole either. In the backprop part the tail's backward
 // recomputes each chunk's output from the kept input with the forward's shift and BatchNorm
 // statistics (the same bits), finds each (sample, channel)'s first maximum as the pool's backward
 // does, and forms the error of the product chunk by chunk (two passes with BatchNorm: its
@@ -52,6 +55,9 @@ class Int8Plan {
   int tail = -1;              // lean tail: its PointLinear (−1 = none)
   bool tail_bp = false;       // the lean tail is in the backprop part
   std::size_t tail_rows = 0;  // rows per streamed chunk
+  // Per layer: rows per chunk of a lower per-point product formed in two streamed passes
+  // (statistics and shift, then output), 0 = formed whole.
+  std::vector<std::size_t> chunk_rows;
 
   std::int8_t* output(int i) const;  // layer i's output (a ping-pong buffer before keep_from)
   std::int32_t* acc() const { return arena_.get<std::int32_t>(h_acc_); }
@@ -62,8 +68,8 @@ class Int8Plan {
     return h_plus_ >= 0 ? arena_.get<std::int8_t>(h_plus_) : nullptr;
   }
   std::int32_t* tail_max() const { return arena_.get<std::int32_t>(h_tail_max_); }  // [B, C]
-  // Lean tail of a normalised PointLinear (docs/design.md §5.8): per channel Σy, Σy² [2C] and
-  // min, max of y [2C]; null otherwise.
+  // Streamed normalised PointLinears (docs/design.md §5.8): per channel Σy, Σy² [2C] and
+  // min, max of y [2C] (C: the widest such layer); null otherwise.
   std::int64_t* tail_norm_sums() const {
     return h_tail_sums_ >= 0 ? arena_.get<std::int64_t>(h_tail_sums_) : nullptr;
   }

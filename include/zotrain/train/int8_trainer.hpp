@@ -85,6 +85,8 @@ class Int8Trainer {
  private:
   void forward(int n);  // from input_ through all layers; sets last_exp_
   int forward_tail(int n, int ex);  // lean: layers [tail_, tail_ + 2] into act(tail_ + 2)
+  // Lean: PointLinear layer i (plan_.chunk_rows[i] > 0) in two passes over chunks of rows.
+  int forward_points_streamed(int i, int n, int ex);
   // Lean tail in the backprop part: the tail's output for rows [r0, r0 + nr) into the plan's
   // chunk buffer, as the last forward_tail() formed it; the tail's backward from the error of
   // the pool's output (e_in: the error of its input; null = none).

@@ -96,9 +96,24 @@ void batchnorm_forward_s32(std::size_t rows, int C, std::int32_t* acc, ChannelNo
   for (int c = 0; c < 2 * C; ++c) sums[c] = 0;
   batchnorm_accumulate(rows, C, acc, s1, s2);
   batchnorm_finish(rows, C, s1, s2, norm);
+  batchnorm_apply_rows(rows, C, acc, norm);
+}
+
+void batchnorm_apply_rows(std::size_t rows, int C, std::int32_t* acc, const ChannelNorm* norm) {
   for (std::size_t r = 0; r < rows; ++r) {
     std::int32_t* row = acc + r * static_cast<std::size_t>(C);
     for (int c = 0; c < C; ++c) row[c] = batchnorm_apply(row[c], norm[c]);
+  }
+}
+
+void batchnorm_extremes(std::size_t rows, int C, const std::int32_t* y, std::int32_t* lo,
+                        std::int32_t* hi) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::int32_t* row = y + r * static_cast<std::size_t>(C);
+    for (int c = 0; c < C; ++c) {
+      lo[c] = row[c] < lo[c] ? row[c] : lo[c];
+      hi[c] = row[c] > hi[c] ? row[c] : hi[c];
+    }
   }
 }
 
