@@ -21,6 +21,9 @@
 namespace zt::config {
 namespace {
 
+// Batch sizes beyond this are a typo (row indices of a batch stay far inside int32).
+constexpr double kMaxBatchSize = 1 << 24;
+
 using Json = nlohmann::json;
 using OrderedJson = nlohmann::ordered_json;
 
@@ -177,7 +180,7 @@ const std::vector<Key>& schema() {
       {"zo.queries", Type::kInt, ZT_FIELD(zo.queries), closed(1, kMaxZoQueries), {},
        "directions probed per ZO step (q); the update averages their estimates; int8: 1"},
       {"train.epochs", Type::kInt, ZT_FIELD(train.epochs), at_least(1), {}, "training epochs"},
-      {"train.batch_size", Type::kInt, ZT_FIELD(train.batch_size), at_least(1), {},
+      {"train.batch_size", Type::kInt, ZT_FIELD(train.batch_size), closed(1, kMaxBatchSize), {},
        "minibatch size (auto = the paper's: 32; 256 for int8 LeNet-5)", "auto"},
       {"train.threads", Type::kInt, ZT_FIELD(train.threads), at_least(1), {},
        "worker threads (auto = all cores)", "auto"},
@@ -328,6 +331,7 @@ std::optional<double> parse_bytes(const std::string& text) {
 }
 
 std::string format_number(double v) {
+  if (std::nearbyint(v) == v && std::fabs(v) < 1e15) return std::to_string(static_cast<std::int64_t>(v));
   std::ostringstream os;
   os << v;
   return os.str();

@@ -41,6 +41,9 @@ class Fp32Engine final : public Engine {
     lrs_ = resolve_learning_rates(cfg.optimizer.lr, cfg.optimizer.bp_lr, o.optimizer);
     model_->init(cfg.seed);
     trainer_ = std::make_unique<Fp32Trainer>(*model_, o);
+    check_fits_in_memory(trainer_->planned_bytes() + model_->input_floats() * sizeof(float) *
+                                                         static_cast<std::size_t>(batch),
+                         "the memory plan with its input batch");
     x_.resize(model_->input_floats() * static_cast<std::size_t>(batch));
     y_.resize(static_cast<std::size_t>(batch));
   }

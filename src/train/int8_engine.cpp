@@ -40,6 +40,8 @@ class Int8Engine final : public Engine {
     b_bp_ = config::resolve_b_bp(cfg);
     const std::size_t in = net_->input_shape().numel() * static_cast<std::size_t>(batch);
     points_ = config::dataset(cfg.data.dataset).input == config::InputKind::kPoints;
+    check_fits_in_memory(trainer_->planned_bytes() + in * ((points_ ? sizeof(float) : 1) + 1),
+                         "the memory plan with its input batch");
     (points_ ? coords_.resize(in) : pixels_.resize(in));
     x8_.resize(in);
     labels_.resize(static_cast<std::size_t>(batch));

@@ -3,7 +3,8 @@
 # run then reaches (memory.peak_rss_bytes), for LeNet-5 and PointNet, FP32 and int8, backprop
 # and ZO, 1 and 2 threads; and train.memory_limit refuses a run predicted to exceed it (exit 2,
 # a message naming the key and what to change, no output directory), accepts units, and
-# rejects a malformed size by name.
+# rejects a malformed size by name; a batch size or memory plan beyond any machine is refused
+# before it is allocated.
 # Usage: memory_forecast.sh ZOTRAIN REPO OUTDIR
 set -euo pipefail
 zotrain="$1" repo="$2" out="$3/memory-forecast"
@@ -67,4 +68,19 @@ code=$?
 set -e
 [[ ${code} -eq 2 ]] && grep -q "train.memory_limit" "${out}/bad.log" ||
   fail "memory_limit=lots: exit ${code}, $(cat "${out}/bad.log")"
-echo "memory-forecast: predictions within 15 %, memory_limit enforced"
+# Sizes no machine has: refused by name before anything is allocated or written, never the
+# kernel's OOM killer.
+refuse() {  # refuse NAME PATTERN ARGS...
+  local name="$1" pattern="$2"; shift 2
+  set +e
+  "${zotrain}" "$@" --output-dir "${out}/${name}" --no-progress > /dev/null 2> "${out}/${name}.log"
+  local code=$?
+  set -e
+  [[ ${code} -eq 2 ]] || fail "${name}: exit ${code}, expected 2: $(tail -2 "${out}/${name}.log")"
+  grep -q "${pattern}" "${out}/${name}.log" || fail "${name}: $(cat "${out}/${name}.log")"
+  [[ ! -e "${out}/${name}" ]] || fail "${name}: created its output directory"
+}
+refuse batch-1e9 "train.batch_size" "${lenet[@]}" --set train.batch_size=1000000000
+refuse plan-over-ram "bytes of RAM; lower train.batch_size" "${pointnet[@]}" \
+  --set method.name=full_bp --set train.batch_size=16000000
+echo "memory-forecast: predictions within 15 %, memory_limit enforced, impossible sizes refused"

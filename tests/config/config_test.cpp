@@ -130,7 +130,8 @@ TEST(ConfigTest, OutOfRange) {
     const char* expect;
   };
   const Case cases[] = {
-      {R"({"train": {"batch_size": 0}})", "train.batch_size", ">= 1 or \"auto\""},
+      {R"({"train": {"batch_size": 0}})", "train.batch_size", "in [1, 16777216] or \"auto\""},
+      {R"({"train": {"batch_size": 1000000000}})", "train.batch_size", "in [1, 16777216]"},
       {R"({"train": {"epochs": 0}})", "train.epochs", ">= 1"},
       {R"({"train": {"threads": 0}})", "train.threads", ">= 1 or \"auto\""},
       {R"({"train": {"max_steps": 0}})", "train.max_steps", ">= 1 or null"},
@@ -275,7 +276,7 @@ TEST(ConfigTest, DumpAndHelpListEveryKey) {
     EXPECT_NE(dump.find("\"" + leaf + "\""), std::string::npos) << k;
     EXPECT_NE(help.find("  " + k + " ("), std::string::npos) << k;
   }
-  EXPECT_NE(help.find("train.batch_size (integer >= 1 or auto, default \"auto\"): minibatch size "
+  EXPECT_NE(help.find("train.batch_size (integer in [1, 16777216] or auto, default \"auto\"): minibatch size "
                       "(auto = the paper's: 32; 256 for int8 LeNet-5)"),
             std::string::npos)
       << help;

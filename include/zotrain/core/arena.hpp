@@ -13,6 +13,11 @@
 
 namespace zt {
 
+// Throws zt::Error (naming `what`, the bytes and the machine's RAM) when `bytes` is at least the
+// machine's physical memory: a plan that cannot fit is refused before it is touched, rather
+// than ended by the kernel's OOM killer. allocate() checks its own total.
+void check_fits_in_memory(std::size_t bytes, const std::string& what);
+
 // The element types a buffer may hold.
 template <class T>
 concept ArenaElement = std::is_same_v<T, float> || std::is_same_v<T, std::int32_t> ||
