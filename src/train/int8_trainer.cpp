@@ -200,30 +200,20 @@ int Int8Trainer::forward_points_streamed(int i, int n, int ex) {
   const int b = kernels::bitlen(maxabs);
   const int shift = b > kernels::kInt8Bits ? b - kernels::kInt8Bits : 0;
   // Pass 2: each chunk again, normalised and requantised with the tensor's shift.
-  for (std::size_t r0 = 0; r0 < rows; r0 += step) {
-    const std::size_t nr = std::min(step, rows - r0);
-    net_.point_product(i, nr, x + r0 * K, acc);
-    if (nrm != nullptr) kernels::batchnorm_apply_rows(nr, static_cast<int>(C), acc, nrm);
-    std::int8_t* out = y + r0 * C;
-    for (std::size_t k = 0; k < nr * C; ++k) out[k] = kernels::clamp_s8(kernels::round_shift(acc[k], shift));
-  }
+  for (std::size_t r0 = 0; r0 < rows; r0 += step)
+    point_rows(i, r0, std::min(step, rows - r0), shift, acc, y + r0 * C);
   if (l.norm) l.norm_exp = base + shift;
   return base + shift;
 }
 
-void Int8Trainer::tail_chunk_output(std::size_t r0, std::size_t nr) {
-  const int tail = plan_.tail;
-  const nn::Int8Layer& l = net_.layer(tail);
+void Int8Trainer::point_rows(int i, std::size_t r0, std::size_t nr, int shift,
+                             std::int32_t* prod, std::int8_t* out) {
+  const nn::Int8Layer& l = net_.layer(i);
   const std::size_t K = static_cast<std::size_t>(l.in.dims.at(1));
   const std::size_t C = static_cast<std::size_t>(l.out.dims.at(1));
-  std::int32_t* prod = plan_.tail_chunk_product();
-  std::int8_t* y = plan_.tail_chunk_output();
-  net_.point_product(tail, nr, act(tail - 1) + r0 * K, prod);
-  const kernels::ChannelNorm* nrm = l.norm ? l.norm_state.data() : nullptr;
-  for (std::size_t i = 0; i < nr * C; ++i) {
-    const std::int32_t v = nrm != nullptr ? kernels::batchnorm_apply(prod[i], nrm[i % C]) : prod[i];
-    y[i] = kernels::clamp_s8(kernels::round_shift(v, tail_shift_));
-  }
+  net_.point_product(i, nr, act(i - 1) + r0 * K, prod);
+  if (l.norm) kernels::batchnorm_apply_rows(nr, static_cast<int>(C), prod, l.norm_state.data());
+  for (std::size_t k = 0; k < nr * C; ++k) out[k] = kernels::clamp_s8(kernels::round_shift(prod[k], shift));
 }
 
 void Int8Trainer::backward_tail(const std::int8_t* e_pool, std::int8_t* e_in, int b_bp) {
@@ -235,7 +225,7 @@ void Int8Trainer::backward_tail(const std::int8_t* e_pool, std::int8_t* e_in, in
   const std::size_t rows = static_cast<std::size_t>(n_) * N;
   const std::int8_t* x = act(tail - 1);
   const std::int8_t* pooled = act(tail + 2);
-  const std::int8_t* y = plan_.tail_chunk_output();
+  std::int8_t* y = plan_.tail_chunk_output();
   std::int8_t* e = plan_.tail_chunk_error();
   // Per (sample, channel): the point whose ReLU output the pool took (its first maximum), −1
   // until found. Where the pooled value is 0, ReLU's backward zeroes the error at any point.
@@ -261,7 +251,7 @@ void Int8Trainer::backward_tail(const std::int8_t* e_pool, std::int8_t* e_in, in
   }
   for (std::size_t r0 = 0; r0 < rows; r0 += plan_.tail_rows) {
     const std::size_t nr = std::min(plan_.tail_rows, rows - r0);
-    tail_chunk_output(r0, nr);
+    point_rows(tail, r0, nr, tail_shift_, plan_.tail_chunk_product(), y);
     for (std::size_t r = r0; r < r0 + nr; ++r)
       for (std::size_t c = 0; c < C; ++c) {
         const std::size_t bc = (r / N) * C + c;
@@ -281,7 +271,7 @@ void Int8Trainer::backward_tail(const std::int8_t* e_pool, std::int8_t* e_in, in
   std::fill(total, total + l.weight_count, std::int64_t{0});
   for (std::size_t r0 = 0; r0 < rows; r0 += plan_.tail_rows) {
     const std::size_t nr = std::min(plan_.tail_rows, rows - r0);
-    if (bn) tail_chunk_output(r0, nr);  // x̂ again
+    if (bn) point_rows(tail, r0, nr, tail_shift_, plan_.tail_chunk_product(), y);  // x̂ again
     for (std::size_t r = r0; r < r0 + nr; ++r)
       for (std::size_t c = 0; c < C; ++c) {
         const std::size_t i = (r - r0) * C + c;

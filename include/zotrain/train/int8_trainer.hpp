@@ -87,10 +87,13 @@ class Int8Trainer {
   int forward_tail(int n, int ex);  // lean: layers [tail_, tail_ + 2] into act(tail_ + 2)
   // Lean: PointLinear layer i (plan_.chunk_rows[i] > 0) in two passes over chunks of rows.
   int forward_points_streamed(int i, int n, int ex);
-  // Lean tail in the backprop part: the tail's output for rows [r0, r0 + nr) into the plan's
-  // chunk buffer, as the last forward_tail() formed it; the tail's backward from the error of
-  // the pool's output (e_in: the error of its input; null = none).
-  void tail_chunk_output(std::size_t r0, std::size_t nr);
+  // Rows [r0, r0 + nr) of PointLinear layer i's int8 output into out: its product (through
+  // prod), BatchNorm with the layer's current statistics, RoundShift by shift.
+  void point_rows(int i, std::size_t r0, std::size_t nr, int shift, std::int32_t* prod,
+                  std::int8_t* out);
+  // Lean tail in the backprop part: the tail's backward from the error of the pool's output,
+  // its chunks recomputed as the last forward_tail() formed them (e_in: the error of its
+  // input; null = none).
   void backward_tail(const std::int8_t* e_pool, std::int8_t* e_in, int b_bp);
   const std::int8_t* last_logits() const { return act(net_.size() - 1); }
   const std::int8_t* act(int i) const;  // output of layer i (i = −1: the quantised input)
