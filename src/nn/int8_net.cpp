@@ -113,6 +113,14 @@ int Int8Net::requantize(const std::int32_t* acc, std::size_t n, std::int8_t* y) 
   return requantize_(acc, n, y);
 }
 
+void Int8Net::point_backward_norm(int i, std::size_t rows, const std::int8_t* y,
+                                  std::int8_t* e) const {
+  const Int8Layer& l = layer(i);
+  ZT_CHECK(l.op == LayerOp::kPointLinear && l.norm);
+  kernels::batchnorm_backward_s8(rows, l.weight_shape[0], y, l.norm_exp, e, l.norm_state.data(),
+                                 norm_sums_.data());
+}
+
 void Int8Net::update(int i, const std::int32_t* grad, int b_bp) {
   const Int8Layer& l = layer(i);
   update_(weights_.data() + l.weight_offset, grad, l.weight_count, b_bp);
@@ -182,9 +190,7 @@ void Int8Net::backward(int i, int batch, const std::int8_t* x, const std::int8_t
     case LayerOp::kPointLinear: {
       const int rows = l.op == LayerOp::kLinear ? batch : batch * l.in.dims.at(0);
       const int n = l.weight_shape[0], k = l.weight_shape[1];
-      if (l.norm)
-        kernels::batchnorm_backward_s8(static_cast<std::size_t>(rows), n, y, l.norm_exp, e_out,
-                                       l.norm_state.data(), norm_sums_.data());
+      if (l.norm) point_backward_norm(i, static_cast<std::size_t>(rows), y, e_out);
       if (e_in != nullptr) {
         linear_bwd_in_(rows, n, k, e_out, w, acc);
         requantize_(acc, in_n, e_in);

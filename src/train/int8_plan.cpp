@@ -25,12 +25,34 @@ Int8Plan::Int8Plan(const nn::Int8Net& net, const Int8PlanOptions& o) {
       tail = stack.tail;
   }
   tail_bp = tail >= 0 && seg <= tail;
-  std::size_t pingpong = 0, acc = 0, scratch = 0, err = 0, norm_width = 0;
-  h_kept_.assign(static_cast<std::size_t>(layers), -1);
+  // Deep streaming: the tail's whole int32 input error would be too large.
+  deep = tail_bp && tail > seg &&
+         B * net.layer(tail).in.numel() * sizeof(std::int32_t) > o.deep_stream_bytes;
   chunk_rows.assign(static_cast<std::size_t>(layers), 0);
+  for (int i = 0; tail >= 0 && i < tail; ++i) {
+    // A lower per-point product larger than a chunk: formed in two streamed passes, and only
+    // its output is whole.
+    const nn::Int8Layer& l = net.layer(i);
+    if (l.op != nn::LayerOp::kPointLinear || B * l.out.numel() <= o.tail_chunk_elems) continue;
+    const std::size_t width = static_cast<std::size_t>(l.out.dims.back());
+    chunk_rows[static_cast<std::size_t>(i)] =
+        std::min({B * static_cast<std::size_t>(l.out.dims.at(0)),
+                  std::max<std::size_t>(1, o.tail_chunk_elems / width), kTailMaxRows});
+  }
+  relu_on_read.assign(static_cast<std::size_t>(layers), 0);
+  for (int i = seg + 1; deep && i + 1 < layers; ++i)  // between two products of the backprop part
+    relu_on_read[static_cast<std::size_t>(i)] =
+        net.layer(i).op == nn::LayerOp::kRelu &&
+        net.layer(i - 1).op == nn::LayerOp::kPointLinear &&
+        (i + 1 == tail || chunk_rows[static_cast<std::size_t>(i + 1)] > 0);
+  std::size_t pingpong = 0, acc = 0, scratch = 0, err = 0, norm_width = 0, relu_chunk = 0,
+              grad_sum = 0;
+  h_kept_.assign(static_cast<std::size_t>(layers), -1);
   for (int i = 0; i < layers; ++i) {
     const nn::Int8Layer& l = net.layer(i);
     const std::size_t out = B * l.out.numel();
+    const std::size_t K = static_cast<std::size_t>(l.in.dims.back());
+    const bool relu_in = i > 0 && relu_on_read[static_cast<std::size_t>(i - 1)];
     if (tail >= 0 && i >= tail && i < tail + 2) {  // streamed: a chunk of the product only
       const std::size_t width = static_cast<std::size_t>(l.out.dims.back());
       const std::size_t rows = B * static_cast<std::size_t>(l.out.dims.at(0));
@@ -39,27 +61,26 @@ Int8Plan::Int8Plan(const nn::Int8Net& net, const Int8PlanOptions& o) {
         tail_rows = std::min({rows, std::max<std::size_t>(1, o.tail_chunk_elems / width),
                               kTailMaxRows});
         acc = std::max(acc, tail_rows * width);
-        if (i > seg) {  // the error into the tail's input, whole: [B, N, K]
-          acc = std::max(acc, B * l.in.numel());
+        if (i > seg) {  // the error into the tail's input [B, N, K]: whole unless deep
+          acc = std::max(acc, deep ? tail_rows * K : B * l.in.numel());
           err = std::max(err, B * l.in.numel());
         }
+        if (relu_in) relu_chunk = std::max(relu_chunk, tail_rows * K);
+        if (tail_bp) grad_sum = std::max(grad_sum, l.weight_count);
       }
       continue;
     }
     const bool pool_of_tail = tail >= 0 && i == tail + 2;  // its input is never whole
     if (i < keep_from)
       pingpong = std::max(pingpong, out);
-    else
+    else if (!relu_on_read[static_cast<std::size_t>(i)])
       h_kept_[static_cast<std::size_t>(i)] = arena_.reserve<std::int8_t>(l.name + " output (int8)", out);
-    if (tail >= 0 && i < tail && l.op == nn::LayerOp::kPointLinear && out > o.tail_chunk_elems) {
-      // A lower per-point product, in two streamed passes: only its output is whole.
-      const std::size_t width = static_cast<std::size_t>(l.out.dims.back());
-      chunk_rows[static_cast<std::size_t>(i)] =
-          std::min({B * static_cast<std::size_t>(l.out.dims.at(0)),
-                    std::max<std::size_t>(1, o.tail_chunk_elems / width), kTailMaxRows});
-      acc = std::max(acc, chunk_rows[static_cast<std::size_t>(i)] * width);
-      if (i > seg) acc = std::max(acc, B * l.in.numel());  // its backward's input error
-      if (l.norm) norm_width = std::max(norm_width, width);
+    if (const std::size_t step = chunk_rows[static_cast<std::size_t>(i)]; step > 0) {
+      acc = std::max(acc, step * static_cast<std::size_t>(l.out.dims.back()));
+      if (i > seg) acc = std::max(acc, deep ? step * K : B * l.in.numel());  // its input error
+      if (relu_in) relu_chunk = std::max(relu_chunk, step * K);
+      if (deep && i >= seg) grad_sum = std::max(grad_sum, l.weight_count);
+      if (l.norm) norm_width = std::max(norm_width, static_cast<std::size_t>(l.out.dims.back()));
     } else {
       acc = std::max(acc, net.acc_elems(i, o.batch_size));
     }
@@ -86,8 +107,10 @@ Int8Plan::Int8Plan(const nn::Int8Net& net, const Int8PlanOptions& o) {
     h_tail_prod_ = arena_.reserve<std::int32_t>("tail backward chunk product (int32)", chunk);
     h_tail_y_ = arena_.reserve<std::int8_t>("tail backward chunk output (int8)", chunk);
     h_tail_e_ = arena_.reserve<std::int8_t>("tail backward chunk error (int8)", chunk);
-    h_tail_grad_ = arena_.reserve<std::int64_t>("tail weight gradient (int64)", l.weight_count);
   }
+  if (grad_sum > 0)
+    h_grad_sum_ = arena_.reserve<std::int64_t>("streamed weight gradient (int64)", grad_sum);
+  if (relu_chunk > 0) h_relu_chunk_ = arena_.reserve<std::int8_t>("ReLU chunk (int8)", relu_chunk);
   if (scratch > 0) h_scratch_ = arena_.reserve<std::int8_t>("conv scratch", scratch);  // bytes
   if (o.partition > 0)
     h_plus_ = arena_.reserve<std::int8_t>("+ pass logits (int8)", B * static_cast<std::size_t>(net.num_classes()));
@@ -103,7 +126,7 @@ Int8Plan::Int8Plan(const nn::Int8Net& net, const Int8PlanOptions& o) {
 
 std::int8_t* Int8Plan::output(int i) const {
   const int h = i < keep_from ? h_pingpong_[i % 2] : h_kept_[static_cast<std::size_t>(i)];
-  return arena_.get<std::int8_t>(h);
+  return h >= 0 ? arena_.get<std::int8_t>(h) : nullptr;
 }
 
 }  // namespace zt::train

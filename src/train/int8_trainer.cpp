@@ -51,7 +51,7 @@ Int8Trainer::Int8Trainer(nn::Int8Net& net, const Int8TrainerOptions& options)
     : net_(net),
       opt_(options),
       plan_(net, {options.partition, options.batch_size, options.threads, options.lean,
-                  options.tail_chunk_elems}) {
+                  options.tail_chunk_elems, options.deep_stream_bytes}) {
   zo_weights_ = net_.num_weights_of_range(0, opt_.partition);
   plus_logits_ = plan_.plus_logits();
   perturb_ = kernels::select_perturb_s8(opt_.isa);
@@ -67,6 +67,15 @@ std::int8_t* Int8Trainer::act(int i) {
   return plan_.output(i);
 }
 
+const std::int8_t* Int8Trainer::input_rows(int i, std::size_t r0, std::size_t nr) {
+  const std::size_t K = static_cast<std::size_t>(net_.layer(i).in.dims.back());
+  if (i == 0 || !plan_.relu_on_read[static_cast<std::size_t>(i - 1)]) return act(i - 1) + r0 * K;
+  const std::int8_t* x = act(i - 2) + r0 * K;  // the ReLU's input
+  std::int8_t* y = plan_.relu_chunk();
+  for (std::size_t k = 0; k < nr * K; ++k) y[k] = x[k] > 0 ? x[k] : std::int8_t{0};
+  return y;
+}
+
 void Int8Trainer::forward(int n) {
   std::int32_t* acc = plan_.acc();
   void* scratch = plan_.scratch();
@@ -77,6 +86,7 @@ void Int8Trainer::forward(int n) {
       i += 2;
       continue;
     }
+    if (plan_.relu_on_read[static_cast<std::size_t>(i)]) continue;  // formed when read
     if (plan_.chunk_rows[static_cast<std::size_t>(i)] > 0)
       ex = forward_points_streamed(i, n, ex);
     else
@@ -92,7 +102,6 @@ int Int8Trainer::forward_tail(int n, int ex) {
   const std::size_t K = static_cast<std::size_t>(l.in.dims.at(1));
   const std::size_t C = static_cast<std::size_t>(l.out.dims.at(1));
   const std::size_t rows = static_cast<std::size_t>(n) * N;
-  const std::int8_t* x = act(tail - 1);
   std::int32_t* acc = plan_.acc();
   std::int32_t* mx = plan_.tail_max();
   std::uint32_t maxabs = 0;
@@ -106,7 +115,7 @@ int Int8Trainer::forward_tail(int n, int ex) {
   }
   for (std::size_t r0 = 0; r0 < rows; r0 += plan_.tail_rows) {
     const std::size_t nr = std::min(plan_.tail_rows, rows - r0);
-    net_.point_product(tail, nr, x + r0 * K, acc);
+    net_.point_product(tail, nr, input_rows(tail, r0, nr), acc);
     if (l.norm) kernels::batchnorm_accumulate(nr, static_cast<int>(C), acc, sums, sums + C);
     for (std::size_t r = r0; r < r0 + nr; ++r) {
       const std::int32_t* a = acc + (r - r0) * C;
@@ -159,7 +168,6 @@ int Int8Trainer::forward_points_streamed(int i, int n, int ex) {
   const std::size_t C = static_cast<std::size_t>(l.out.dims.at(1));
   const std::size_t rows = static_cast<std::size_t>(n) * N;
   const std::size_t step = plan_.chunk_rows[static_cast<std::size_t>(i)];
-  const std::int8_t* x = act(i - 1);
   std::int8_t* y = act(i);
   std::int32_t* acc = plan_.acc();
   std::int64_t* sums = plan_.tail_norm_sums();
@@ -178,7 +186,7 @@ int Int8Trainer::forward_points_streamed(int i, int n, int ex) {
   }
   for (std::size_t r0 = 0; r0 < rows; r0 += step) {
     const std::size_t nr = std::min(step, rows - r0);
-    net_.point_product(i, nr, x + r0 * K, acc);
+    net_.point_product(i, nr, input_rows(i, r0, nr), acc);
     if (l.norm) {
       kernels::batchnorm_accumulate(nr, static_cast<int>(C), acc, sums, sums + C);
       kernels::batchnorm_extremes(nr, static_cast<int>(C), acc, ext, ext + C);
@@ -209,12 +217,20 @@ int Int8Trainer::forward_points_streamed(int i, int n, int ex) {
 void Int8Trainer::point_rows(int i, std::size_t r0, std::size_t nr, int shift,
                              std::int32_t* prod, std::int8_t* out) {
   const nn::Int8Layer& l = net_.layer(i);
-  const std::size_t K = static_cast<std::size_t>(l.in.dims.at(1));
   const std::size_t C = static_cast<std::size_t>(l.out.dims.at(1));
-  net_.point_product(i, nr, act(i - 1) + r0 * K, prod);
+  net_.point_product(i, nr, input_rows(i, r0, nr), prod);
   if (l.norm) kernels::batchnorm_apply_rows(nr, static_cast<int>(C), prod, l.norm_state.data());
   for (std::size_t k = 0; k < nr * C; ++k) out[k] = kernels::clamp_s8(kernels::round_shift(prod[k], shift));
 }
+
+// The weight gradient of a streamed product is summed over its chunks in int64 (a chunk's int32
+// sum is exact: at most kTailMaxRows rows) and saturated once, as the whole-batch kernel does.
+namespace {
+void saturate_grad(const std::int64_t* total, std::size_t n, std::int32_t* grad) {
+  for (std::size_t i = 0; i < n; ++i)
+    grad[i] = static_cast<std::int32_t>(std::clamp<std::int64_t>(total[i], INT32_MIN, INT32_MAX));
+}
+}  // namespace
 
 void Int8Trainer::backward_tail(const std::int8_t* e_pool, std::int8_t* e_in, int b_bp) {
   const int tail = plan_.tail;
@@ -223,7 +239,6 @@ void Int8Trainer::backward_tail(const std::int8_t* e_pool, std::int8_t* e_in, in
   const std::size_t K = static_cast<std::size_t>(l.in.dims.at(1));
   const std::size_t C = static_cast<std::size_t>(l.out.dims.at(1));
   const std::size_t rows = static_cast<std::size_t>(n_) * N;
-  const std::int8_t* x = act(tail - 1);
   const std::int8_t* pooled = act(tail + 2);
   std::int8_t* y = plan_.tail_chunk_output();
   std::int8_t* e = plan_.tail_chunk_error();
@@ -264,28 +279,85 @@ void Int8Trainer::backward_tail(const std::int8_t* e_pool, std::int8_t* e_in, in
       }
   }
   const int s = kernels::BatchNormBackward::shift(largest);
-  // Pass 2: each chunk's error of the product, its input error rows and weight gradient.
-  std::int32_t* acc = plan_.acc();
-  std::int32_t* grad = plan_.grad();
-  std::int64_t* total = plan_.tail_grad();
-  std::fill(total, total + l.weight_count, std::int64_t{0});
-  for (std::size_t r0 = 0; r0 < rows; r0 += plan_.tail_rows) {
-    const std::size_t nr = std::min(plan_.tail_rows, rows - r0);
-    if (bn) point_rows(tail, r0, nr, tail_shift_, plan_.tail_chunk_product(), y);  // x̂ again
+  // Rows [r0, r0 + nr) of the error of the product into e (with BatchNorm x̂ is formed again).
+  auto chunk_error = [&](std::size_t r0, std::size_t nr) {
+    if (bn) point_rows(tail, r0, nr, tail_shift_, plan_.tail_chunk_product(), y);
     for (std::size_t r = r0; r < r0 + nr; ++r)
       for (std::size_t c = 0; c < C; ++c) {
         const std::size_t i = (r - r0) * C + c;
         e[i] = bn ? kernels::BatchNormBackward::error(bn->dy(err_at(r, c), y[i], static_cast<int>(c)), s)
                   : err_at(r, c);
       }
-    if (e_in != nullptr) net_.point_backward_input(tail, nr, e, acc + r0 * K);
-    net_.point_backward_weights(tail, nr, e, x + r0 * K, grad);
+  };
+  // Pass 2: each chunk's error of the product, its input error rows and weight gradient. The
+  // input error is kept whole in int32, or (deep) only its largest magnitude is.
+  std::int32_t* acc = plan_.acc();
+  std::int32_t* grad = plan_.grad();
+  std::int64_t* total = plan_.grad_sum();
+  std::fill(total, total + l.weight_count, std::int64_t{0});
+  std::uint32_t maxabs = 0;
+  for (std::size_t r0 = 0; r0 < rows; r0 += plan_.tail_rows) {
+    const std::size_t nr = std::min(plan_.tail_rows, rows - r0);
+    chunk_error(r0, nr);
+    if (e_in != nullptr && !plan_.deep) net_.point_backward_input(tail, nr, e, acc + r0 * K);
+    if (e_in != nullptr && plan_.deep) {
+      net_.point_backward_input(tail, nr, e, acc);
+      for (std::size_t k = 0; k < nr * K; ++k) maxabs = std::max(maxabs, kernels::magnitude(acc[k]));
+    }
+    net_.point_backward_weights(tail, nr, e, input_rows(tail, r0, nr), grad);
     for (std::size_t i = 0; i < l.weight_count; ++i) total[i] += grad[i];
   }
-  if (e_in != nullptr) net_.requantize(acc, rows * K, e_in);
-  for (std::size_t i = 0; i < l.weight_count; ++i)  // as the whole-batch kernel saturates
-    grad[i] = static_cast<std::int32_t>(std::clamp<std::int64_t>(total[i], INT32_MIN, INT32_MAX));
+  if (e_in != nullptr && !plan_.deep) net_.requantize(acc, rows * K, e_in);
+  if (e_in != nullptr && plan_.deep) {  // pass 3: the input error again, requantised
+    const int b = kernels::bitlen(maxabs);
+    const int shift = b > kernels::kInt8Bits ? b - kernels::kInt8Bits : 0;
+    for (std::size_t r0 = 0; r0 < rows; r0 += plan_.tail_rows) {
+      const std::size_t nr = std::min(plan_.tail_rows, rows - r0);
+      chunk_error(r0, nr);
+      net_.point_backward_input(tail, nr, e, acc);
+      for (std::size_t k = 0; k < nr * K; ++k)
+        e_in[r0 * K + k] = kernels::clamp_s8(kernels::round_shift(acc[k], shift));
+    }
+  }
+  saturate_grad(total, l.weight_count, grad);
   net_.update(tail, grad, b_bp);
+}
+
+void Int8Trainer::backward_points_streamed(int i, std::int8_t* e_out, std::int8_t* e_in,
+                                           int b_bp) {
+  const nn::Int8Layer& l = net_.layer(i);
+  const std::size_t K = static_cast<std::size_t>(l.in.dims.at(1));
+  const std::size_t C = static_cast<std::size_t>(l.out.dims.at(1));
+  const std::size_t rows = static_cast<std::size_t>(n_) * static_cast<std::size_t>(l.in.dims.at(0));
+  const std::size_t step = plan_.chunk_rows[static_cast<std::size_t>(i)];
+  if (l.norm) net_.point_backward_norm(i, rows, act(i), e_out);  // in place, as backward()
+  std::int32_t* acc = plan_.acc();
+  if (e_in != nullptr) {  // two passes: the largest magnitude, then the requantised rows
+    std::uint32_t maxabs = 0;
+    for (std::size_t r0 = 0; r0 < rows; r0 += step) {
+      const std::size_t nr = std::min(step, rows - r0);
+      net_.point_backward_input(i, nr, e_out + r0 * C, acc);
+      for (std::size_t k = 0; k < nr * K; ++k) maxabs = std::max(maxabs, kernels::magnitude(acc[k]));
+    }
+    const int b = kernels::bitlen(maxabs);
+    const int shift = b > kernels::kInt8Bits ? b - kernels::kInt8Bits : 0;
+    for (std::size_t r0 = 0; r0 < rows; r0 += step) {
+      const std::size_t nr = std::min(step, rows - r0);
+      net_.point_backward_input(i, nr, e_out + r0 * C, acc);
+      for (std::size_t k = 0; k < nr * K; ++k)
+        e_in[r0 * K + k] = kernels::clamp_s8(kernels::round_shift(acc[k], shift));
+    }
+  }
+  std::int32_t* grad = plan_.grad();
+  std::int64_t* total = plan_.grad_sum();
+  std::fill(total, total + l.weight_count, std::int64_t{0});
+  for (std::size_t r0 = 0; r0 < rows; r0 += step) {
+    const std::size_t nr = std::min(step, rows - r0);
+    net_.point_backward_weights(i, nr, e_out + r0 * C, input_rows(i, r0, nr), grad);
+    for (std::size_t k = 0; k < l.weight_count; ++k) total[k] += grad[k];
+  }
+  saturate_grad(total, l.weight_count, grad);
+  net_.update(i, grad, b_bp);
 }
 
 void Int8Trainer::begin(const std::int8_t* x, int exponent, int n) {
@@ -343,6 +415,8 @@ void Int8Trainer::backprop(const std::uint8_t* labels, std::uint64_t step_seed,
     if (plan_.tail_bp && i == plan_.tail + 2) {  // pool, ReLU and the product, streamed
       i = plan_.tail;
       backward_tail(err[cur], i > seg ? err[1 - cur] : nullptr, h.b_bp);
+    } else if (plan_.deep && plan_.chunk_rows[static_cast<std::size_t>(i)] > 0) {
+      backward_points_streamed(i, err[cur], i > seg ? err[1 - cur] : nullptr, h.b_bp);
     } else {
       net_.backward(i, n_, act(i - 1), act(i), err[cur], i > seg ? err[1 - cur] : nullptr, acc,
                     grad, h.b_bp, scratch);

@@ -2,6 +2,7 @@
 // steps are identical for any thread count; each method changes only the weights it owns.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #ifdef ZT_OPENMP
@@ -127,10 +128,12 @@ struct PointRun {
   int exponent = 0;
   bool lean = false;
   std::size_t planned = 0;
+  std::vector<std::string> buffers;  // the plan's buffer names
 };
 
 PointRun train_points(int points, int partition, bool lean, int steps, bool batchnorm = true,
-                      std::size_t chunk_elems = kTailChunkElems) {
+                      std::size_t chunk_elems = kTailChunkElems,
+                      std::size_t deep_stream_bytes = kDeepStreamBytes) {
   constexpr int kB = 4;
   auto fp32 = nn::make_pointnet(points, kernels::Isa::kReference);
   auto net = nn::make_int8_net(*fp32, kernels::best_isa(), batchnorm);
@@ -140,6 +143,7 @@ PointRun train_points(int points, int partition, bool lean, int steps, bool batc
   o.batch_size = kB;
   o.lean = lean;
   o.tail_chunk_elems = chunk_elems;
+  o.deep_stream_bytes = deep_stream_bytes;
   Int8Trainer t(*net, o);
   const auto estimator = make_estimator("two_sided", 1);
   Int8Hyper h;
@@ -160,6 +164,7 @@ PointRun train_points(int points, int partition, bool lean, int steps, bool batc
   r.exponent = lg.exponent;
   r.lean = t.lean();
   r.planned = t.planned_bytes();
+  for (const auto& b : t.arena().entries()) r.buffers.push_back(b.name);
   return r;
 }
 
@@ -208,26 +213,45 @@ TEST(Int8LeanTail, SameWeightsAsWholeBatchForward) {
 
 // The tail in the backprop part (C ≤ 4: NITI backprop through the max-pool, ReLU and the widest
 // product, with its BatchNorm): the streamed backward recomputes each chunk and must give the
-// whole-batch backward's weights bit for bit, in far less memory.
+// whole-batch backward's weights bit for bit, in far less memory. Deep streaming (forced here by
+// a limit of 0 bytes; PointNet at batch 256 in use) must too: no whole int32 input error, the
+// ReLUs between per-point products read on the fly.
 TEST(Int8LeanTail, SameWeightsAsWholeBatchBackward) {
   for (bool bn : {true, false}) {
     for (int c : {0, 3, 4}) {
       const PointRun whole = train_points(64, c, false, 3, bn);
       for (std::size_t chunk : {kTailChunkElems, std::size_t{1024 * 7}}) {
-        const PointRun lean = train_points(64, c, true, 3, bn, chunk);
-        const std::string what = "C " + std::to_string(c) + (bn ? " batchnorm" : " no batchnorm") +
-                                 " chunk " + std::to_string(chunk);
-        EXPECT_FALSE(whole.lean) << what;
-        EXPECT_TRUE(lean.lean) << what;
-        EXPECT_EQ(lean.weights, whole.weights) << what;
-        EXPECT_EQ(lean.logits, whole.logits) << what;
-        EXPECT_EQ(lean.exponent, whole.exponent) << what;
-        // At this toy size (256 rows) a 1,024-row chunk is the whole tensor plus chunk buffers.
-        if (chunk < kTailChunkElems) {
-          EXPECT_LT(lean.planned, whole.planned) << what;
+        for (bool deep : {false, true}) {
+          if (deep && chunk == kTailChunkElems) continue;  // small chunks stream every layer
+          const PointRun lean =
+              train_points(64, c, true, 3, bn, chunk, deep ? 0 : kDeepStreamBytes);
+          const std::string what = "C " + std::to_string(c) + (bn ? " batchnorm" : " no batchnorm") +
+                                   " chunk " + std::to_string(chunk) + (deep ? " deep" : "");
+          EXPECT_FALSE(whole.lean) << what;
+          EXPECT_TRUE(lean.lean) << what;
+          EXPECT_EQ(lean.weights, whole.weights) << what;
+          EXPECT_EQ(lean.logits, whole.logits) << what;
+          EXPECT_EQ(lean.exponent, whole.exponent) << what;
+          // At this toy size (256 rows) a 1,024-row chunk is the whole tensor plus chunk buffers.
+          if (chunk < kTailChunkElems) {
+            EXPECT_LT(lean.planned, whole.planned) << what;
+          }
+          // Deep below the tail (C < 4): the ReLU before the widest product keeps no output.
+          const bool has_relu4 = std::count(lean.buffers.begin(), lean.buffers.end(),
+                                            std::string("relu4 output (int8)")) > 0;
+          EXPECT_EQ(has_relu4, !(deep && c < 4)) << what;
         }
       }
     }
+  }
+}
+
+// Deep streaming takes less memory than the lean tail alone, where it applies.
+TEST(Int8LeanTail, DeepStreamingPlansLess) {
+  for (int c : {0, 3}) {
+    const PointRun lean = train_points(64, c, true, 1, true, 1024 * 7);
+    const PointRun deep = train_points(64, c, true, 1, true, 1024 * 7, 0);
+    EXPECT_LT(deep.planned, lean.planned) << "C " << c;
   }
 }
 

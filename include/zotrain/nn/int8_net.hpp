@@ -101,6 +101,9 @@ class Int8Net {
   void point_backward_weights(int i, std::size_t rows, const std::int8_t* e, const std::int8_t* x,
                               std::int32_t* grad) const;
   int requantize(const std::int32_t* acc, std::size_t n, std::int8_t* y) const;
+  // A normalised PointLinear's first backward step for rows of y (its x̂): e, the error of x̂,
+  // becomes the error of its product, in place (what backward() does first).
+  void point_backward_norm(int i, std::size_t rows, const std::int8_t* y, std::int8_t* e) const;
   void update(int i, const std::int32_t* grad, int b_bp);
 
  private:

@@ -22,6 +22,15 @@
 // backward needs the tensor's largest error for one shift); only the error into the tail's input,
 // [B, N, K], is whole. Bit-identical to the whole-batch backward; it costs up to two more
 // products of the widest layer per step.
+//
+// Deep streaming (when that whole int32 input error would exceed
+// Int8PlanOptions::deep_stream_bytes, e.g. PointNet at batch 256): no int32 tensor of the
+// backward is whole either. Each streamed per-point product's input error is formed twice, chunk
+// by chunk — its largest magnitude first, then requantised with that shift into the int8 error
+// (for the tail this recomputes each chunk's output and error once more) — and its weight
+// gradient is summed over chunks. A ReLU between two kept per-point products stores nothing:
+// its readers (the next product, forward and backward) apply max(0, ·) to a chunk of its input
+// (relu_chunk), and its backward needs only that input. Same bits again.
 #pragma once
 
 #include <cstddef>
@@ -37,6 +46,9 @@ namespace zt::train {
 // rows (127² · rows < 2^31: a chunk's int32 weight gradient is exact).
 inline constexpr std::size_t kTailChunkElems = std::size_t{1} << 20;
 inline constexpr std::size_t kTailMaxRows = std::size_t{1} << 17;
+// Deep streaming from this size of the tail's whole int32 input error (32 MiB: PointNet above
+// batch 64 at 1,024 points); below it the whole tensors are kept, which is faster.
+inline constexpr std::size_t kDeepStreamBytes = std::size_t{32} << 20;
 
 struct Int8PlanOptions {
   int partition = 0;  // C
@@ -44,6 +56,7 @@ struct Int8PlanOptions {
   int threads = 1;    // kernel scratch is sized for them
   bool lean = true;   // stream the per-point tail (see above)
   std::size_t tail_chunk_elems = kTailChunkElems;  // tests use small chunks
+  std::size_t deep_stream_bytes = kDeepStreamBytes;  // tests use 0 (always deep)
 };
 
 class Int8Plan {
@@ -58,8 +71,12 @@ class Int8Plan {
   // Per layer: rows per chunk of a lower per-point product formed in two streamed passes
   // (statistics and shift, then output), 0 = formed whole.
   std::vector<std::size_t> chunk_rows;
+  bool deep = false;  // deep streaming (see above)
+  // Per layer: a ReLU whose output is never stored (deep streaming); output(i) is null.
+  std::vector<std::uint8_t> relu_on_read;
 
-  std::int8_t* output(int i) const;  // layer i's output (a ping-pong buffer before keep_from)
+  // Layer i's output (a ping-pong buffer before keep_from; null for a ReLU read on the fly).
+  std::int8_t* output(int i) const;
   std::int32_t* acc() const { return arena_.get<std::int32_t>(h_acc_); }
   std::int32_t* grad() const { return arena_.get<std::int32_t>(h_grad_); }
   std::int8_t* error(int k) const { return arena_.get<std::int8_t>(h_err_[k]); }
@@ -76,12 +93,14 @@ class Int8Plan {
   std::int32_t* tail_norm_extremes() const {
     return h_tail_ext_ >= 0 ? arena_.get<std::int32_t>(h_tail_ext_) : nullptr;
   }
-  // Lean tail in the backprop part: one chunk's recomputed product, output and error, and the
-  // layer's weight gradient summed over chunks.
+  // Lean tail in the backprop part: one chunk's recomputed product, output and error, and a
+  // streamed layer's weight gradient summed over chunks.
   std::int32_t* tail_chunk_product() const { return arena_.get<std::int32_t>(h_tail_prod_); }
   std::int8_t* tail_chunk_output() const { return arena_.get<std::int8_t>(h_tail_y_); }
   std::int8_t* tail_chunk_error() const { return arena_.get<std::int8_t>(h_tail_e_); }
-  std::int64_t* tail_grad() const { return arena_.get<std::int64_t>(h_tail_grad_); }
+  std::int64_t* grad_sum() const { return arena_.get<std::int64_t>(h_grad_sum_); }
+  // Deep streaming: one chunk of a ReLU's output formed on the fly.
+  std::int8_t* relu_chunk() const { return arena_.get<std::int8_t>(h_relu_chunk_); }
   const Arena& arena() const { return arena_; }
 
  private:
@@ -89,7 +108,7 @@ class Int8Plan {
   std::vector<int> h_kept_;  // per layer: handle of its kept output, −1 = ping-pong
   int h_pingpong_[2] = {-1, -1}, h_acc_ = -1, h_grad_ = -1, h_err_[2] = {-1, -1},
       h_scratch_ = -1, h_plus_ = -1, h_tail_max_ = -1, h_tail_sums_ = -1, h_tail_ext_ = -1,
-      h_tail_prod_ = -1, h_tail_y_ = -1, h_tail_e_ = -1, h_tail_grad_ = -1;
+      h_tail_prod_ = -1, h_tail_y_ = -1, h_tail_e_ = -1, h_grad_sum_ = -1, h_relu_chunk_ = -1;
 };
 
 }  // namespace zt::train

@@ -36,6 +36,7 @@ struct Int8TrainerOptions {
   kernels::Isa isa = kernels::best_isa();
   bool lean = true;  // stream the per-point tail (see above)
   std::size_t tail_chunk_elems = kTailChunkElems;  // its chunk size; tests use small ones
+  std::size_t deep_stream_bytes = kDeepStreamBytes;  // deep streaming from here; tests use 0
 };
 
 // Per-epoch integer hyperparameters (docs/design.md §6; the caller converts p_zero to the
@@ -95,6 +96,11 @@ class Int8Trainer {
   // its chunks recomputed as the last forward_tail() formed them (e_in: the error of its
   // input; null = none).
   void backward_tail(const std::int8_t* e_pool, std::int8_t* e_in, int b_bp);
+  // Deep streaming: PointLinear layer i's backward (plan_.chunk_rows[i] > 0) chunk by chunk,
+  // from the error of its output e_out (with BatchNorm turned into its product's, in place).
+  void backward_points_streamed(int i, std::int8_t* e_out, std::int8_t* e_in, int b_bp);
+  // Rows [r0, r0 + nr) of layer i's input: act(i − 1), or a ReLU read on the fly (relu_chunk).
+  const std::int8_t* input_rows(int i, std::size_t r0, std::size_t nr);
   const std::int8_t* last_logits() const { return act(net_.size() - 1); }
   const std::int8_t* act(int i) const;  // output of layer i (i = −1: the quantised input)
   std::int8_t* act(int i);
