@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "zotrain/core/error.hpp"
@@ -20,40 +22,62 @@ std::size_t dtype_size(const std::string& dtype, const std::string& path) {
   throw Error(path + ": unsupported tensor dtype '" + dtype + "' (expected F32, I32 or I8)");
 }
 
-void write_all(int fd, const void* data, std::size_t n, const std::string& path) {
+// `what` prefixes the error message (it names the file).
+void write_all(int fd, const void* data, std::size_t n, const std::string& what) {
   const char* p = static_cast<const char*>(data);
   while (n > 0) {
     const ssize_t w = ::write(fd, p, n);
     if (w < 0) {
       if (errno == EINTR) continue;
-      throw Error(path + ": write failed: " + std::strerror(errno));
+      throw Error(what + "write failed: " + std::strerror(errno));
     }
     p += w;
     n -= static_cast<std::size_t>(w);
   }
 }
 
+// Errors name the file being written (`path`) and its temporary file; `path` keeps its previous
+// content (if any) whatever fails.
 void write_atomic(const std::string& path, const std::vector<std::pair<const void*, std::size_t>>& parts) {
   const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw Error(tmp + ": cannot create: " + std::strerror(errno));
+  const std::string what = path + ": cannot write (temporary file " + tmp + "): ";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(what + std::strerror(errno));
   try {
-    for (const auto& [data, n] : parts) write_all(fd, data, n, tmp);
-    if (::fsync(fd) != 0) throw Error(tmp + ": fsync failed: " + std::strerror(errno));
+    for (const auto& [data, n] : parts) write_all(fd, data, n, what);
+    if (::fsync(fd) != 0) throw Error(what + "fsync failed: " + std::strerror(errno));
+    const int rc = ::close(fd);
+    fd = -1;
+    if (rc != 0) throw Error(what + "close failed: " + std::strerror(errno));
   } catch (...) {
-    ::close(fd);
+    if (fd >= 0) ::close(fd);
     ::unlink(tmp.c_str());
     throw;
   }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
+  try {
+    rename_file(tmp, path);
+  } catch (...) {
     ::unlink(tmp.c_str());
-    throw Error(path + ": cannot rename temporary file into place: " + why);
+    throw;
   }
 }
 
 }  // namespace
+
+void rename_file(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0)
+    throw Error(to + ": cannot rename " + from + " into place: " + std::strerror(errno));
+  // The rename itself survives a power cut once the directory is synced.
+  const auto slash = to.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : to.substr(0, slash);
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;  // e.g. no read permission on the directory: the rename is done
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0 && err != EINVAL)  // EINVAL: a file system that cannot sync directories
+    throw Error(to + ": cannot sync its directory " + dir + ": " + std::strerror(err));
+}
 
 void write_file_atomic(const std::string& path, const std::string& text) {
   write_atomic(path, {{text.data(), text.size()}});
@@ -111,6 +135,7 @@ TensorFile read_safetensors(const std::string& path) {
   in.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(data_size));
   if (!in) throw Error(path + ": truncated checkpoint data");
   TensorFile out;
+  std::vector<std::tuple<std::uint64_t, std::uint64_t, std::string>> spans;  // data_offsets
   for (auto it = header.begin(); it != header.end(); ++it) {
     if (it.key() == "__metadata__") {
       if (!it->is_object()) throw Error(path + ": __metadata__ must be an object");
@@ -137,12 +162,25 @@ TensorFile read_safetensors(const std::string& path) {
         throw Error("shape does not match data_offsets");
       t.bytes.assign(data.begin() + static_cast<std::ptrdiff_t>(off[0]),
                      data.begin() + static_cast<std::ptrdiff_t>(off[1]));
+      spans.emplace_back(off[0], off[1], it.key());
     } catch (const Error& err) {
       throw Error(path + ": tensor '" + it.key() + "': " + err.what());
     } catch (const std::exception& err) {
       throw Error(path + ": tensor '" + it.key() + "': malformed entry: " + err.what());
     }
     out.tensors.emplace(it.key(), std::move(t));
+  }
+  // Each byte of the data belongs to at most one tensor (empty tensors aside).
+  std::sort(spans.begin(), spans.end());
+  std::size_t last = 0;  // the span reaching furthest so far
+  for (std::size_t i = 1; i < spans.size(); ++i) {
+    const auto& [b0, e0, n0] = spans[last];
+    const auto& [b1, e1, n1] = spans[i];
+    if (b1 < e0 && b1 < e1)
+      throw Error(path + ": tensors '" + n0 + "' and '" + n1 + "' overlap (data_offsets [" +
+                  std::to_string(b0) + ", " + std::to_string(e0) + ") and [" + std::to_string(b1) +
+                  ", " + std::to_string(e1) + "))");
+    if (e1 > e0) last = i;
   }
   return out;
 }

@@ -100,7 +100,7 @@ void RunFolder::claim() {
   std::error_code ec;  // what an earlier (dry or overwritten) run left
   for (const char* f :
        {"metrics.jsonl", "steps.jsonl", "summary.json", "checkpoint.safetensors",
-        "optimizer.safetensors", "config.json"})
+        "optimizer.safetensors", "optimizer.safetensors.next", "config.json"})
     fs::remove(path(f), ec);
 }
 
@@ -112,12 +112,28 @@ void RunFolder::write_summary(const nlohmann::json& summary) const {
   write_file_atomic(path("summary.json"), summary.dump(2) + "\n");
 }
 
+// One write of the whole line; a failed write (a full disk) is cut back off, so the file only
+// ever holds whole records.
 void RunFolder::append_record(const char* file, const nlohmann::json& record) const {
   const std::string p = path(file);
-  std::ofstream out(p, std::ios::app);
-  out << record.dump() << '\n';
-  out.flush();
-  if (!out) throw Error(p + ": cannot append metrics");
+  const std::string line = record.dump() + "\n";
+  const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(p + ": cannot append a record: " + std::strerror(errno));
+  const off_t size = ::lseek(fd, 0, SEEK_END);
+  std::size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t w = ::write(fd, line.data() + done, line.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      const std::string why = w < 0 ? std::strerror(errno) : "nothing written";
+      const int cut = size >= 0 ? ::ftruncate(fd, size) : 0;  // drop the partial line (best effort)
+      (void)cut;
+      ::close(fd);
+      throw Error(p + ": cannot append a record: " + why);
+    }
+    done += static_cast<std::size_t>(w);
+  }
+  if (::close(fd) != 0) throw Error(p + ": cannot append a record: " + std::strerror(errno));
 }
 
 void RunFolder::truncate_records(const char* file,

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "zotrain/core/build_info.hpp"
 #include "zotrain/core/error.hpp"
 
 namespace zt::train {
@@ -12,8 +13,14 @@ using nlohmann::json;
 using telemetry::Phase;
 using telemetry::PhaseTimes;
 
+// The checkpoint layout this zotrain writes and reads (metadata "format"). A change to the
+// tensors or metadata a resume needs makes a new number; the old one is then refused by name.
 constexpr const char* kCheckpointFormat = "zotrain-checkpoint-1";
 constexpr const char* kOptimizerFile = "optimizer.safetensors";
+// The optimizer state of a checkpoint being written: complete before the checkpoint is
+// committed, renamed to optimizer.safetensors after. A crash between the two leaves the new
+// checkpoint with the old optimizer.safetensors and this file, which read_checkpoint then uses.
+constexpr const char* kPendingSuffix = ".next";
 
 std::string optimizer_path(const std::string& checkpoint) {
   const auto slash = checkpoint.rfind('/');
@@ -87,6 +94,7 @@ void save_checkpoint(const std::string& path, const Engine& engine,
   TensorFile f;
   engine.save(f);
   f.metadata["format"] = kCheckpointFormat;
+  f.metadata["zotrain_version"] = version();
   f.metadata["arch"] = config::name(cfg.model.arch);
   f.metadata["precision"] = config::name(cfg.model.precision);
   f.metadata["method"] = config::name(cfg.method.name);
@@ -106,12 +114,18 @@ void save_checkpoint(const std::string& path, const Engine& engine,
       ++it;
     }
   }
-  if (!opt.tensors.empty()) {
-    opt.metadata["global_step"] = f.metadata["global_step"];
-    write_safetensors(optimizer_path(path), opt);
-    f.metadata["optimizer_file"] = kOptimizerFile;
+  if (opt.tensors.empty()) {
+    write_safetensors(path, f);
+    return;
   }
+  // The old optimizer.safetensors stays until the new checkpoint is in place: a kill or a full
+  // disk in between leaves the old pair, or the new checkpoint with the pending optimizer file.
+  const std::string opt_path = optimizer_path(path), pending = opt_path + kPendingSuffix;
+  opt.metadata["global_step"] = f.metadata["global_step"];
+  write_safetensors(pending, opt);
+  f.metadata["optimizer_file"] = kOptimizerFile;
   write_safetensors(path, f);
+  rename_file(pending, opt_path);
 }
 
 std::string checkpoint_of(const std::string& dir_or_file) {
@@ -126,22 +140,43 @@ TensorFile read_checkpoint(const std::string& path) {
   TensorFile f = read_safetensors(path);
   const auto it = f.metadata.find("optimizer_file");
   if (it == f.metadata.end()) return f;
-  const std::string opt_path = optimizer_path(path);
+  const std::string& step = checkpoint_meta(f, "global_step", path);
+  std::string opt_path = optimizer_path(path);
+  if (!std::filesystem::exists(opt_path) ||
+      checkpoint_meta(read_safetensors(opt_path), "global_step", opt_path) != step) {
+    // Written just before the checkpoint and not yet renamed (save_checkpoint)?
+    const std::string pending = opt_path + kPendingSuffix;
+    if (std::filesystem::exists(pending) &&
+        checkpoint_meta(read_safetensors(pending), "global_step", pending) == step)
+      opt_path = pending;
+  }
   TensorFile opt = read_safetensors(opt_path);
-  if (checkpoint_meta(opt, "global_step", opt_path) != checkpoint_meta(f, "global_step", path))
-    throw Error(opt_path + ": optimizer state of another step than " + path);
+  const std::string& opt_step = checkpoint_meta(opt, "global_step", opt_path);
+  if (opt_step != step)
+    throw Error(opt_path + ": optimizer state of step " + opt_step + ", but " + path +
+                " is of step " + step + " (the two files must come from the same checkpoint)");
   for (auto& [name, t] : opt.tensors) f.tensors[name] = std::move(t);
   return f;
 }
 
 void check_checkpoint(const TensorFile& f, const std::string& path,
                       const config::ExperimentConfig& cfg, int partition) {
-  if (checkpoint_meta(f, "format", path) != kCheckpointFormat)
-    throw Error(path + ": unknown checkpoint format");
-  if (checkpoint_meta(f, "arch", path) != config::name(cfg.model.arch) ||
-      checkpoint_meta(f, "precision", path) != config::name(cfg.model.precision) ||
-      checkpoint_meta(f, "partition", path) != std::to_string(partition))
-    throw Error(path + ": checkpoint was written for a different model or partition");
+  if (const std::string& format = checkpoint_meta(f, "format", path); format != kCheckpointFormat) {
+    const auto by = f.metadata.find("zotrain_version");
+    throw Error(path + ": checkpoint format '" + format + "'" +
+                (by != f.metadata.end() ? " (written by zotrain " + by->second + ")" : "") +
+                " is not the format this zotrain " + version() + " reads ('" + kCheckpointFormat +
+                "')");
+  }
+  const std::string have = checkpoint_meta(f, "arch", path) + " " +
+                           checkpoint_meta(f, "precision", path) + ", C = " +
+                           checkpoint_meta(f, "partition", path);
+  const std::string want = std::string(config::name(cfg.model.arch)) + " " +
+                           std::string(config::name(cfg.model.precision)) + ", C = " +
+                           std::to_string(partition);
+  if (have != want)
+    throw Error(path + ": checkpoint was written for a different model or partition (" + have +
+                "; this run is " + want + ")");
 }
 
 RunState restore_run_state(const TensorFile& f, const std::string& path) {

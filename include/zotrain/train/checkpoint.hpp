@@ -28,5 +28,8 @@ TensorFile read_safetensors(const std::string& path);
 
 // Writes `text` to `path` atomically (temporary file + fsync + rename). Throws zt::Error.
 void write_file_atomic(const std::string& path, const std::string& text);
+// Renames `from` to `to` and syncs the directory, so the rename survives a power cut. Throws
+// zt::Error naming both.
+void rename_file(const std::string& from, const std::string& to);
 
 }  // namespace zt::train
