@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Kill -9 at random moments, resume, repeat: a run killed anywhere (start-up, mid-step, while
+# writing a checkpoint) leaves a checkpoint that the next --resume accepts, loses at most one
+# checkpoint interval, and finishes with the uninterrupted run's weights_digest. LeNet-5 FP32
+# (ElasticZO, Adam: checkpoint + optimizer file) and int8 (ElasticZO-INT8), short epochs with a
+# checkpoint every 2 epochs. Delays come from bash's RANDOM seeded with SEED (reproducible delays;
+# what they hit depends on the machine's speed). With strace installed, one kill in four is aimed
+# at a random fsync or rename of the run instead (strace -e inject=...:signal=SIGKILL): those are
+# the steps of a checkpoint write. After each kill: the checkpoint's header and data offsets are
+# sound, its optimizer file is of the same step, no more than one interval of logged steps is
+# lost; at the end: the weights digest, every step and epoch logged once, no temporary file left.
+# A run that finishes before its kill is compared with the reference, and the next one starts
+# afresh, until KILLS kills have landed.
+# Usage: kill_resume.sh ZOTRAIN REPO OUTDIR [KILLS (default 50)] [SEED (default 1)]
+set -euo pipefail
+zotrain="$1" repo="$2" out="$3/kill-resume" kills_wanted="${4:-50}" seed="${5:-1}"
+rm -rf "${out}"
+mkdir -p "${out}"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+RANDOM="${seed}"
+have_strace=0
+command -v strace > /dev/null && have_strace=1
+
+steps_per_epoch=3 ckpt_epochs=2
+interval=$(( steps_per_epoch * ckpt_epochs ))  # steps between checkpoints
+common=(--set data.train_limit=$(( 32 * steps_per_epoch )) --set data.test_limit=32
+        --set train.batch_size=32 --set train.epochs=40 --set train.log_every=1
+        --set output.checkpoint_every=${ckpt_epochs} --set train.threads=1 --no-progress -q)
+
+# inspect DIR: checks what a kill left; prints "CHECKPOINT_STEP LAST_LOGGED_STEP WRITING", WRITING
+# naming the partial files of a checkpoint write with their times ("-" for none): a kill landed
+# in a checkpoint write when this changed.
+inspect() {
+  /usr/bin/python3 - "$1" <<'PY'
+import json, os, struct, sys
+d = sys.argv[1]
+if not os.path.isdir(d): print(0, 0, "-"); sys.exit()  # killed before it made the directory
+def meta(p):  # the safetensors header, checked against the file
+    b = open(p, "rb").read()
+    if len(b) < 8: sys.exit(f"{p}: {len(b)} bytes, shorter than the header length")
+    n = struct.unpack("<Q", b[:8])[0]
+    if 8 + n > len(b): sys.exit(f"{p}: header length {n} exceeds the file ({len(b)} bytes)")
+    h = json.loads(b[8:8 + n])
+    spans = sorted(tuple(v["data_offsets"]) for k, v in h.items() if k != "__metadata__")
+    end = 0
+    for a, e in spans:
+        if a != end or e < a: sys.exit(f"{p}: data_offsets {a}..{e} after {end}")
+        end = e
+    if end != len(b) - 8 - n: sys.exit(f"{p}: tensors cover {end} of {len(b) - 8 - n} data bytes")
+    return h.get("__metadata__", {})
+ckpt, step = os.path.join(d, "checkpoint.safetensors"), 0
+if os.path.exists(ckpt):
+    m = meta(ckpt)
+    step = int(m["global_step"])
+    if "optimizer_file" in m:
+        opt = os.path.join(d, m["optimizer_file"])
+        steps = [meta(f)["global_step"] for f in (opt, opt + ".next") if os.path.exists(f)]
+        if m["global_step"] not in steps:
+            sys.exit(f"{ckpt}: step {step}, but its optimizer state is of step(s) {steps}")
+last = 0
+if os.path.exists(os.path.join(d, "steps.jsonl")):
+    for line in open(os.path.join(d, "steps.jsonl")):
+        try: last = json.loads(line)["step"]
+        except ValueError: sys.exit(f"{d}/steps.jsonl: a partial line: {line!r}")
+writing = [f"{f}@{os.stat(os.path.join(d, f)).st_mtime_ns}" for f in sorted(os.listdir(d))
+           if f in ("checkpoint.safetensors.tmp", "optimizer.safetensors.next",
+                    "optimizer.safetensors.next.tmp")]
+print(step, last, ",".join(writing) or "-")
+PY
+}
+
+# finished DIR REFERENCE_DIGEST WHAT: a finished run's checks.
+finished() {
+  /usr/bin/python3 - "$1" "$2" "$3" <<'PY' || fail "$3"
+import json, os, sys
+d, ref, what = sys.argv[1:]
+s = json.load(open(os.path.join(d, "summary.json")))
+if s["weights_digest"] != ref: sys.exit(f"{what}: weights_digest {s['weights_digest']}, uninterrupted {ref}")
+steps = [json.loads(l)["step"] for l in open(os.path.join(d, "steps.jsonl"))]
+if steps != list(range(1, s["steps"] + 1)): sys.exit(f"{what}: steps.jsonl holds steps {steps}")
+epochs = [json.loads(l)["epoch"] for l in open(os.path.join(d, "metrics.jsonl"))]
+if epochs != list(range(1, len(epochs) + 1)) or len(epochs) != s["epochs"]:
+    sys.exit(f"{what}: metrics.jsonl holds epochs {epochs}")
+left = [f for f in os.listdir(d) if f.endswith((".tmp", ".next"))]
+if left: sys.exit(f"{what}: left behind: {left}")
+PY
+}
+
+total_kills=0 total_resumes=0 total_fresh=0 total_writing=0 total_aimed=0 total_rounds=0
+run_case() {  # run_case NAME KILLS CONFIG ARGS...
+  local name="$1" budget="$2" config="$3"; shift 3
+  local args=(--config "${config}" "${common[@]}" "$@")
+  local ref="${out}/${name}-reference" dir="${out}/${name}"
+  local start end
+  start=$(date +%s%N)
+  "${zotrain}" "${args[@]}" --output-dir "${ref}" > /dev/null 2> "${ref}.log" ||
+    fail "${name}: the uninterrupted run failed: $(tail -3 "${ref}.log")"
+  end=$(date +%s%N)
+  local digest max_ms
+  digest="$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["weights_digest"])' "${ref}/summary.json")"
+  max_ms=$(( (end - start) / 2000000 + 20 ))  # delays up to half the uninterrupted run
+  local kills=0 resumes=0 fresh=0 writing=0 aimed=0 rounds=0 attempt=0 rc delay how partial=- lost=0
+  while :; do
+    attempt=$(( attempt + 1 ))
+    local cmd=("${zotrain}")
+    if [[ -f "${dir}/checkpoint.safetensors" ]]; then
+      cmd+=(--resume "${dir}" --no-progress -q); resumes=$(( resumes + 1 )); how=resume
+    else
+      cmd+=("${args[@]}" --output-dir "${dir}" --overwrite); fresh=$(( fresh + 1 )); how=fresh
+    fi
+    if (( kills >= budget )); then  # enough: let it finish
+      "${cmd[@]}" > /dev/null 2> "${dir}.log" || fail "${name}: the last ${how} failed: $(tail -3 "${dir}.log")"
+      finished "${dir}" "${digest}" "${name}: after ${kills} kills"
+      rounds=$(( rounds + 1 ))
+      break
+    fi
+    set +e
+    if (( have_strace && RANDOM % 4 == 0 )); then  # aimed at a step of a file write
+      local call=fsync n=$(( RANDOM % 60 + 1 ))
+      (( RANDOM % 2 )) && call=rename n=$(( RANDOM % 30 + 1 ))
+      { strace -f -qq -o /dev/null -e trace="${call}" -e inject="${call}:signal=SIGKILL:when=${n}" \
+          "${cmd[@]}" > /dev/null 2> "${dir}.log"; } 2> /dev/null  # (no "Killed" from bash)
+      rc=$?
+      [[ ${rc} -eq 137 ]] && aimed=$(( aimed + 1 ))
+    else
+      delay=$(( RANDOM % max_ms ))
+      "${cmd[@]}" > /dev/null 2> "${dir}.log" &
+      local pid=$!
+      sleep "$(printf '%d.%03d' $(( delay / 1000 )) $(( delay % 1000 )))"
+      kill -KILL "${pid}" 2> /dev/null
+      wait "${pid}" 2> /dev/null
+      rc=$?
+    fi
+    set -e
+    if [[ ${rc} -eq 0 ]]; then  # finished before the kill: check it, start another
+      finished "${dir}" "${digest}" "${name}: round $(( rounds + 1 ))"
+      rounds=$(( rounds + 1 ))
+      rm -rf "${dir}"
+      partial=-
+      continue
+    fi
+    [[ ${rc} -eq 137 ]] || fail "${name}: attempt ${attempt} (${how}) exited ${rc}: $(tail -3 "${dir}.log")"
+    kills=$(( kills + 1 ))
+    local state ckpt last w
+    state="$(inspect "${dir}")" || fail "${name}: after kill ${kills}: the checkpoint is unsound"
+    read -r ckpt last w <<< "${state}"
+    [[ "${w}" != - && "${w}" != "${partial}" ]] && writing=$(( writing + 1 ))
+    partial="${w}"
+    (( last - ckpt > lost )) && lost=$(( last - ckpt ))
+    (( last - ckpt <= interval )) ||
+      fail "${name}: kill ${kills}: the checkpoint is of step ${ckpt}, ${last} steps were logged (interval ${interval})"
+  done
+  echo "${name}: ${kills} kills (${aimed} aimed at an fsync or rename, ${writing} during a checkpoint write)," \
+       "${resumes} resumes, ${fresh} fresh starts, at most ${lost} of ${interval} steps lost," \
+       "${rounds} finished runs with the uninterrupted weights"
+  total_kills=$(( total_kills + kills )) total_resumes=$(( total_resumes + resumes ))
+  total_fresh=$(( total_fresh + fresh )) total_writing=$(( total_writing + writing ))
+  total_aimed=$(( total_aimed + aimed )) total_rounds=$(( total_rounds + rounds ))
+}
+
+(( have_strace )) || echo "kill-resume: strace not installed: every kill at a random moment"
+fp32_kills=$(( (kills_wanted + 1) / 2 ))
+run_case fp32 "${fp32_kills}" "${repo}/tests/fixtures/tiny.json" --set "data.root=${repo}/data/mnist-subset"
+run_case int8 $(( kills_wanted - fp32_kills )) "${repo}/tests/fixtures/int8.json" \
+  --set "data.root=${repo}/data/mnist-subset"
+echo "kill-resume: ${total_kills} kills survived (${total_aimed} aimed, ${total_writing} during a checkpoint write)," \
+     "${total_resumes} resumes, ${total_fresh} fresh starts, ${total_rounds} finished runs, all with the uninterrupted weights"
