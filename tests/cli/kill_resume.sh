@@ -27,47 +27,9 @@ common=(--set data.train_limit=$(( 32 * steps_per_epoch )) --set data.test_limit
         --set train.batch_size=32 --set train.epochs=40 --set train.log_every=1
         --set output.checkpoint_every=${ckpt_epochs} --set train.threads=1 --no-progress -q)
 
-# inspect DIR: checks what a kill left; prints "CHECKPOINT_STEP LAST_LOGGED_STEP WRITING", WRITING
-# naming the partial files of a checkpoint write with their times ("-" for none): a kill landed
-# in a checkpoint write when this changed.
-inspect() {
-  /usr/bin/python3 - "$1" <<'PY'
-import json, os, struct, sys
-d = sys.argv[1]
-if not os.path.isdir(d): print(0, 0, "-"); sys.exit()  # killed before it made the directory
-def meta(p):  # the safetensors header, checked against the file
-    b = open(p, "rb").read()
-    if len(b) < 8: sys.exit(f"{p}: {len(b)} bytes, shorter than the header length")
-    n = struct.unpack("<Q", b[:8])[0]
-    if 8 + n > len(b): sys.exit(f"{p}: header length {n} exceeds the file ({len(b)} bytes)")
-    h = json.loads(b[8:8 + n])
-    spans = sorted(tuple(v["data_offsets"]) for k, v in h.items() if k != "__metadata__")
-    end = 0
-    for a, e in spans:
-        if a != end or e < a: sys.exit(f"{p}: data_offsets {a}..{e} after {end}")
-        end = e
-    if end != len(b) - 8 - n: sys.exit(f"{p}: tensors cover {end} of {len(b) - 8 - n} data bytes")
-    return h.get("__metadata__", {})
-ckpt, step = os.path.join(d, "checkpoint.safetensors"), 0
-if os.path.exists(ckpt):
-    m = meta(ckpt)
-    step = int(m["global_step"])
-    if "optimizer_file" in m:
-        opt = os.path.join(d, m["optimizer_file"])
-        steps = [meta(f)["global_step"] for f in (opt, opt + ".next") if os.path.exists(f)]
-        if m["global_step"] not in steps:
-            sys.exit(f"{ckpt}: step {step}, but its optimizer state is of step(s) {steps}")
-last = 0
-if os.path.exists(os.path.join(d, "steps.jsonl")):
-    for line in open(os.path.join(d, "steps.jsonl")):
-        try: last = json.loads(line)["step"]
-        except ValueError: sys.exit(f"{d}/steps.jsonl: a partial line: {line!r}")
-writing = [f"{f}@{os.stat(os.path.join(d, f)).st_mtime_ns}" for f in sorted(os.listdir(d))
-           if f in ("checkpoint.safetensors.tmp", "optimizer.safetensors.next",
-                    "optimizer.safetensors.next.tmp")]
-print(step, last, ",".join(writing) or "-")
-PY
-}
+# What a kill left: the checkpoint whole and its optimizer file of its step, the JSON files whole;
+# prints "CHECKPOINT_STEP LAST_LOGGED_STEP WRITING" (tests/cli/check_run_dir.py).
+inspect() { /usr/bin/python3 "${repo}/tests/cli/check_run_dir.py" "$1"; }
 
 # finished DIR REFERENCE_DIGEST WHAT: a finished run's checks.
 finished() {
@@ -142,7 +104,7 @@ run_case() {  # run_case NAME KILLS CONFIG ARGS...
     [[ ${rc} -eq 137 ]] || fail "${name}: attempt ${attempt} (${how}) exited ${rc}: $(tail -3 "${dir}.log")"
     kills=$(( kills + 1 ))
     local state ckpt last w
-    state="$(inspect "${dir}")" || fail "${name}: after kill ${kills}: the checkpoint is unsound"
+    state="$(inspect "${dir}")" || fail "${name}: after kill ${kills}: the run directory is unsound (above)"
     read -r ckpt last w <<< "${state}"
     [[ "${w}" != - && "${w}" != "${partial}" ]] && writing=$(( writing + 1 ))
     partial="${w}"
