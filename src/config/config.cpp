@@ -179,6 +179,9 @@ const std::vector<Key>& schema() {
        "ZO estimator (the Estimators list of --help); two_sided is the paper's"},
       {"zo.queries", Type::kInt, ZT_FIELD(zo.queries), closed(1, kMaxZoQueries), {},
        "directions probed per ZO step (q); the update averages their estimates; int8: 1"},
+      {"zo.perturbation", Type::kString, ZT_FIELD(zo.perturbation), {}, {},
+       "where the FP32 direction z comes from: gaussian (the paper's), rademacher (+-1) or "
+       "uniform (sqrt(3) U(-1, 1)); int8 draws its own sparse uniform integers"},
       {"train.epochs", Type::kInt, ZT_FIELD(train.epochs), at_least(1), {}, "training epochs"},
       {"train.batch_size", Type::kInt, ZT_FIELD(train.batch_size), closed(1, kMaxBatchSize), {},
        "minibatch size (auto = the paper's: 32; 256 for int8 LeNet-5)", "auto"},
@@ -668,6 +671,11 @@ void validate_combination(const ExperimentConfig& cfg, const std::string& origin
     throw Error(origin + ": zo.queries: " + std::to_string(cfg.zo.queries) +
                 " with model.precision int8; int8 training takes 1 query per step (its rounded "
                 "update cannot restore earlier queries exactly)");
+  }
+  if (int8 && cfg.zo.perturbation != "gaussian") {
+    throw Error(origin + ": zo.perturbation: '" + cfg.zo.perturbation +
+                "' with model.precision int8; int8 training draws its own sparse uniform integer "
+                "perturbation (r_max, p_zero), so this key applies to FP32 only");
   }
   if (dataset(cfg.data.dataset).input != architecture(cfg.model.arch).input) {
     std::string fits;

@@ -35,6 +35,7 @@ class Fp32Engine final : public Engine {
     o.grad_clip = static_cast<float>(cfg.zo.grad_clip);
     o.estimator = cfg.zo.estimator;
     o.queries = static_cast<int>(cfg.zo.queries);
+    o.perturbation = kernels::perturb_source(cfg.zo.perturbation);
     o.optimizer = cfg.optimizer.name;
     o.bp_activations = cfg.method.bp_activations;
     o.plan = cfg.train.memory_plan;

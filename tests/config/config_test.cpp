@@ -44,6 +44,9 @@ void expect_same(const ExperimentConfig& a, const ExperimentConfig& b) {
   EXPECT_EQ(a.optimizer.decay.every_epochs, b.optimizer.decay.every_epochs);
   EXPECT_EQ(a.zo.eps, b.zo.eps);
   EXPECT_EQ(a.zo.grad_clip, b.zo.grad_clip);
+  EXPECT_EQ(a.zo.estimator, b.zo.estimator);
+  EXPECT_EQ(a.zo.queries, b.zo.queries);
+  EXPECT_EQ(a.zo.perturbation, b.zo.perturbation);
   EXPECT_EQ(a.train.epochs, b.train.epochs);
   EXPECT_EQ(a.train.batch_size, b.train.batch_size);
   EXPECT_EQ(a.train.threads, b.train.threads);
@@ -270,7 +273,7 @@ TEST(ConfigTest, RoundTrip) {
 TEST(ConfigTest, DumpAndHelpListEveryKey) {
   const std::string dump = to_json_text(ExperimentConfig{});
   const std::string help = keys_help();
-  ASSERT_EQ(key_names().size(), 44u);
+  ASSERT_EQ(key_names().size(), 45u);
   for (const std::string& k : key_names()) {
     const std::string leaf = k.substr(k.rfind('.') + 1);
     EXPECT_NE(dump.find("\"" + leaf + "\""), std::string::npos) << k;
@@ -311,6 +314,17 @@ TEST(ConfigTest, ZoQueriesAreCheckedAgainstThePrecision) {
       },
       {"zo.queries", "int8"});
   test::expect_error([] { parse_config(R"({"zo": {"queries": 65}})", "t", {}); }, {"zo.queries"});
+}
+
+TEST(ConfigTest, ZoPerturbationIsFp32Only) {
+  EXPECT_EQ(parse_config("{}", "t", {}).zo.perturbation, "gaussian");
+  EXPECT_EQ(parse_config("{}", "t", {"zo.perturbation=rademacher"}).zo.perturbation, "rademacher");
+  test::expect_error(
+      [] {
+        parse_config(R"({"model": {"precision": "int8"}, "optimizer": {"name": "sgd"}})", "t",
+                     {"zo.perturbation=uniform"});
+      },
+      {"zo.perturbation", "int8", "FP32"});
 }
 
 TEST(ConfigTest, ResolvePartition) {

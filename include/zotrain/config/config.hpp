@@ -52,6 +52,7 @@ struct ZoConfig {
   double grad_clip = 2.0;              // chosen by a sweep (README, "Defaults")
   std::string estimator = "two_sided";  // a name of train/zo_estimator.hpp's registry
   std::int64_t queries = 1;            // q directions per step (int8: 1)
+  std::string perturbation = "gaussian";  // kernels/perturb.hpp's sources (FP32 only)
 };
 struct TrainConfig {
   std::int64_t epochs = 5;

@@ -1,4 +1,5 @@
-// Seeded Gaussian perturbation — the hot spot of the ZO phases.
+// Seeded perturbation — the hot spot of the ZO phases. The Gaussian first; the other sources
+// (zo.perturbation) at the end.
 //   z(seed, stream, i) ~ N(0, 1) is a pure function of its arguments (counter-based hash of
 //   (seed, stream, i), then an exact-in-IEEE transform written in this project: no libm, no FMA
 //   contraction), so every path, thread count and architecture produces the same bits.
@@ -9,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "zotrain/kernels/isa.hpp"
 
@@ -41,5 +43,20 @@ void fill_gaussian_f32_neon(float* out, std::size_t n, std::uint64_t seed, std::
 
 PerturbGaussianF32Fn select_perturb_gaussian_f32(Isa isa);
 FillGaussianF32Fn select_fill_gaussian_f32(Isa isa);
+
+// Perturbation sources (src/kernels/perturb/perturb_sources.cpp): z(seed, stream, i) of each is
+// a pure function of its arguments, like the Gaussian, with mean 0 and variance 1.
+//   kGaussian    N(0, 1) (the above)
+//   kRademacher  ±1, equally likely
+//   kUniform     √3·U(−1, 1)
+enum class PerturbSource : std::uint8_t { kGaussian, kRademacher, kUniform };
+PerturbSource perturb_source(std::string_view name);  // throws zt::Error naming the choices
+const char* perturb_source_name(PerturbSource s);
+float perturbation_ref(PerturbSource s, std::uint64_t seed, std::uint64_t stream,
+                       std::uint64_t index);
+void perturb_f32_ref(PerturbSource s, float* theta, std::size_t n, std::uint64_t seed,
+                     std::uint64_t stream, std::uint64_t offset, float scale);
+PerturbGaussianF32Fn select_perturb_f32(PerturbSource s, Isa isa);
+FillGaussianF32Fn select_fill_f32(PerturbSource s, Isa isa);
 
 }  // namespace zt::kernels

@@ -54,6 +54,7 @@ struct Fp32TrainerOptions {
   // The ZO estimator (train/zo_estimator.hpp) and its number of queries q.
   std::string estimator = "two_sided";
   int queries = 1;
+  kernels::PerturbSource perturbation = kernels::PerturbSource::kGaussian;  // where z comes from
   // Lean plan: points per chunk, 0 = automatic; otherwise a multiple of
   // nn::BatchNorm::kStatRowBlock (32) or at least N.
   int chunk_points = 0;

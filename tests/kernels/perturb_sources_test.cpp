@@ -1,0 +1,144 @@
+// The non-Gaussian perturbation sources (src/kernels/perturb/perturb_sources.cpp): the fast path
+// equals the one-element reference bit for bit at any offset, length and thread count, the
+// values are what the definitions say (±1; √3·U(−1, 1) with mean 0, variance 1), and the names
+// of zo.perturbation map to them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#ifdef ZT_OPENMP
+#include <omp.h>
+#endif
+
+#include "zotrain/core/error.hpp"
+#include "zotrain/kernels/perturb.hpp"
+
+namespace zt::kernels {
+namespace {
+
+constexpr PerturbSource kOthers[] = {PerturbSource::kRademacher, PerturbSource::kUniform};
+
+std::uint32_t bits(float x) {
+  std::uint32_t b;
+  std::memcpy(&b, &x, 4);
+  return b;
+}
+
+TEST(PerturbSources, FastPathMatchesReferenceBitForBit) {
+  const std::size_t sizes[] = {1, 5, 31, 32, 33, 100, 2049, 70001};
+  const std::uint64_t offsets[] = {0, 7, 32, 1000003, (std::uint64_t{1} << 33) - 37};
+  for (PerturbSource s : kOthers) {
+    for (std::size_t n : sizes) {
+      for (std::uint64_t off : offsets) {
+        std::vector<float> got(n + 1, -7.0f), theta(n + 1, 0.25f), want(n + 1, 0.25f);
+        select_fill_f32(s, best_isa())(got.data(), n, 11, 3, off);
+        select_perturb_f32(s, best_isa())(theta.data(), n, 11, 3, off, 0.5f);
+        perturb_f32_ref(s, want.data(), n, 11, 3, off, 0.5f);
+        const std::string what = std::string(perturb_source_name(s)) + " n " +
+                                 std::to_string(n) + " offset " + std::to_string(off);
+        for (std::size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(bits(got[i]), bits(perturbation_ref(s, 11, 3, off + i))) << what << " " << i;
+          ASSERT_EQ(bits(theta[i]), bits(want[i])) << what << " " << i;
+        }
+        EXPECT_EQ(got[n], -7.0f) << what;  // nothing written past the end
+        EXPECT_EQ(theta[n], 0.25f) << what;
+      }
+    }
+  }
+}
+
+#ifdef ZT_OPENMP
+TEST(PerturbSources, ThreadCountDoesNotChangeBits) {
+  const std::size_t n = 107786;
+  const int saved = omp_get_max_threads();
+  for (PerturbSource s : kOthers) {
+    std::vector<float> want(n);
+    omp_set_num_threads(1);
+    select_fill_f32(s, best_isa())(want.data(), n, 5, 1, 3);
+    for (int threads : {2, 3}) {
+      omp_set_num_threads(threads);
+      std::vector<float> got(n);
+      select_fill_f32(s, best_isa())(got.data(), n, 5, 1, 3);
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), n * sizeof(float)), 0)
+          << perturb_source_name(s) << " " << threads << " threads";
+    }
+  }
+  omp_set_num_threads(saved);
+}
+#endif
+
+// Recorded on x86-64; the aarch64 and armhf builds run this test under qemu and must agree.
+TEST(PerturbSources, GoldenValuesAreArchitectureIndependent) {
+  struct Golden {
+    PerturbSource s;
+    std::uint64_t index;
+    std::uint32_t z_bits;
+  };
+  const Golden golden[] = {
+      {PerturbSource::kRademacher, 0, 0x3f800000u},
+      {PerturbSource::kRademacher, 17, 0xbf800000u},
+      {PerturbSource::kRademacher, 31, 0xbf800000u},
+      {PerturbSource::kRademacher, 1000003, 0x3f800000u},
+      {PerturbSource::kUniform, 0, 0xbfd909d0u},
+      {PerturbSource::kUniform, 17, 0x3fcbd5f7u},
+      {PerturbSource::kUniform, (std::uint64_t{1} << 33) + 5, 0xbfb5d76du},
+  };
+  for (const Golden& g : golden)
+    EXPECT_EQ(bits(perturbation_ref(g.s, 42, 3, g.index)), g.z_bits)
+        << perturb_source_name(g.s) << " index " << g.index << std::hex << " got 0x"
+        << bits(perturbation_ref(g.s, 42, 3, g.index));
+}
+
+TEST(PerturbSources, ValuesFollowTheirDefinitions) {
+  const std::size_t n = 1 << 20;
+  std::vector<float> z(n);
+  select_fill_f32(PerturbSource::kRademacher, best_isa())(z.data(), n, 7, 0, 0);
+  double sum = 0;
+  for (float v : z) {
+    ASSERT_TRUE(v == 1.0f || v == -1.0f) << v;
+    sum += v;
+  }
+  EXPECT_LT(std::abs(sum / n), 5.0 / std::sqrt(double(n)));  // mean 0 within 5 sigma
+  select_fill_f32(PerturbSource::kUniform, best_isa())(z.data(), n, 7, 0, 0);
+  double m1 = 0, m2 = 0, m4 = 0;
+  for (float v : z) {
+    ASSERT_LT(std::abs(v), std::sqrt(3.0f)) << v;
+    m1 += v;
+    m2 += double(v) * v;
+    m4 += double(v) * v * v * v;
+  }
+  m1 /= n, m2 /= n, m4 /= n;
+  EXPECT_LT(std::abs(m1), 5.0 / std::sqrt(double(n)));
+  EXPECT_NEAR(m2, 1.0, 5.0 * std::sqrt(0.8 / n));     // Var(z²) = 9/5 − 1
+  EXPECT_NEAR(m4, 1.8, 0.02);                          // E z⁴ = 9/5 for √3·U(−1, 1)
+  // Distinct streams and seeds give unrelated directions.
+  std::vector<float> a(4096), b(4096);
+  select_fill_f32(PerturbSource::kUniform, best_isa())(a.data(), a.size(), 7, 0, 0);
+  select_fill_f32(PerturbSource::kUniform, best_isa())(b.data(), b.size(), 7, 1, 0);
+  double dot = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) dot += double(a[i]) * b[i];
+  EXPECT_LT(std::abs(dot / a.size()), 5.0 / std::sqrt(double(a.size())));
+}
+
+TEST(PerturbSources, NamesMapToSources) {
+  for (PerturbSource s : {PerturbSource::kGaussian, PerturbSource::kRademacher, PerturbSource::kUniform})
+    EXPECT_EQ(perturb_source(perturb_source_name(s)), s);
+  try {
+    perturb_source("gauss");
+    FAIL() << "an unknown name must throw";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("zo.perturbation"), std::string::npos) << m;
+    EXPECT_NE(m.find("rademacher"), std::string::npos) << m;
+  }
+  // The Gaussian source is the Gaussian kernel.
+  EXPECT_EQ(select_fill_f32(PerturbSource::kGaussian, Isa::kPortable),
+            select_fill_gaussian_f32(Isa::kPortable));
+}
+
+}  // namespace
+}  // namespace zt::kernels
