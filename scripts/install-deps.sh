@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs zotrain's build dependencies from Debian 12 packages (idempotent).
 #   scripts/install-deps.sh            host build: compiler, CMake, CLI11, spdlog/fmt,
-#                                      nlohmann-json, GoogleTest, OpenMP, zlib, HDF5
+#                                      nlohmann-json, GoogleTest, OpenMP, zlib, HDF5; clang and
+#                                      its sanitizer run-times for the sanitizer builds
 #   scripts/install-deps.sh --cross    also what the whole test suite needs: the aarch64 and armhf
 #                                      cross compilers, qemu-user and mmdebstrap, the arm64 and
 #                                      armhf sysroots in /opt/zotrain-cross/<arch>
@@ -19,17 +20,19 @@ cross=0
 for arg in "$@"; do
   case "${arg}" in
     --cross) cross=1 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "install-deps: unknown argument '${arg}' (expected --cross)" >&2; exit 2 ;;
   esac
 done
 
 # dpkg-dev (dpkg-shlibdeps) and file: CPack's .deb Depends (cmake/Packaging.cmake); jq: the README's
 # sweep example (tests/cli/readme_commands.sh runs it); parallel: scripts/sweep;
-# python3-matplotlib: the figures of scripts/reproduce/.
+# python3-matplotlib: the figures of scripts/reproduce/. clang, libclang-rt-dev (the sanitizer
+# run-times, only recommended by clang), llvm (llvm-symbolizer, for the reports' stack traces) and
+# libomp-dev (LLVM's OpenMP, with the Archer tool): the sanitizer stages of scripts/test.sh.
 host_pkgs=(build-essential cmake ninja-build pkg-config libcli11-dev libspdlog-dev libfmt-dev
            nlohmann-json3-dev libgtest-dev zlib1g-dev libomp-dev libhdf5-dev dpkg-dev file jq
-           parallel python3-matplotlib)
+           parallel python3-matplotlib clang libclang-rt-dev llvm)
 # The target libraries are not here: they go into the sysroots (scripts/make-sysroot.sh).
 cross_pkgs=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user mmdebstrap)
 # The checkpoint round trip with PyTorch (tests/python/torch_interop.py; also bench/'s reference).
