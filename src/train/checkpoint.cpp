@@ -151,15 +151,24 @@ TensorFile read_safetensors(const std::string& path) {
       t.dtype = e.at("dtype").get<std::string>();
       t.shape = e.at("shape").get<std::vector<std::int64_t>>();
       const auto off = e.at("data_offsets").get<std::vector<std::uint64_t>>();
-      if (off.size() != 2 || off[0] > off[1] || off[1] > data_size)
-        throw Error("data_offsets out of range");
+      if (off.size() != 2 || off[0] > off[1])
+        throw Error("data_offsets must be [begin, end] with begin <= end");
+      if (off[1] > data_size)
+        throw Error("data_offsets [" + std::to_string(off[0]) + ", " + std::to_string(off[1]) +
+                    ") reach past the " + std::to_string(data_size) +
+                    " bytes of data (a truncated file, or a header that does not fit it)");
       std::uint64_t numel = 1;
       for (std::int64_t d : t.shape) {
         if (d < 0) throw Error("negative dimension");
         numel *= static_cast<std::uint64_t>(d);
       }
-      if (numel * dtype_size(t.dtype, path) != off[1] - off[0])
-        throw Error("shape does not match data_offsets");
+      if (numel * dtype_size(t.dtype, path) != off[1] - off[0]) {
+        std::string shape;
+        for (std::int64_t d : t.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+        throw Error(t.dtype + " [" + shape + "] is " + std::to_string(numel * dtype_size(t.dtype, path)) +
+                    " bytes, but its data_offsets span " + std::to_string(off[1] - off[0]) +
+                    " (shape or dtype does not match data_offsets)");
+      }
       t.bytes.assign(data.begin() + static_cast<std::ptrdiff_t>(off[0]),
                      data.begin() + static_cast<std::ptrdiff_t>(off[1]));
       spans.emplace_back(off[0], off[1], it.key());

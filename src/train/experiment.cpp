@@ -410,11 +410,31 @@ int run_experiment(const RunRequest& req) {
   folder.check();
   TensorFile resume_file;
   if (req.resume) {
-    resume_file = read_checkpoint(folder.checkpoint_path());
-    check_checkpoint(resume_file, folder.checkpoint_path(), cfg, C);
+    resume_file = read_safetensors(folder.checkpoint_path());
+    check_checkpoint(resume_file, folder.checkpoint_path(), cfg, C);  // before its optimizer file
+    read_optimizer_state(resume_file, folder.checkpoint_path());
   }
   TensorFile init_file;
-  if (!req.init_from.empty()) init_file = read_safetensors(checkpoint_of(req.init_from));
+  if (!req.init_from.empty()) {
+    init_file = read_safetensors(checkpoint_of(req.init_from));
+    check_format(init_file, checkpoint_of(req.init_from));
+  }
+  // The checkpoint's tensors go into the engine before the output directory is touched, so one
+  // that does not fit the model is refused with nothing written.
+  RunState st;
+  const std::string source = req.resume ? folder.checkpoint_path() : req.init_from;
+  try {
+    if (req.resume) {
+      engine->load(resume_file, source);
+      st = restore_run_state(resume_file, source);
+    } else if (!req.init_from.empty()) {
+      engine->init_from(init_file, source);
+    }
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {  // a number or JSON in the metadata that does not parse
+    throw Error(source + ": malformed checkpoint metadata (" + e.what() + ")");
+  }
 
   // The effective config, in one canonical form: the method the partition makes (C = 0 is
   // Full BP, C = L Full ZO), C as a number, every "default" resolved by the engine, and the data
@@ -450,10 +470,7 @@ int run_experiment(const RunRequest& req) {
     spdlog::info("dry run: wrote {}/config.json and summary.json", folder.dir());
     return 0;
   }
-  RunState st;
   if (req.resume) {
-    engine->load(resume_file, folder.checkpoint_path());
-    st = restore_run_state(resume_file, folder.checkpoint_path());
     // Keep the records of finished epochs (and the epoch-0 evaluation) and of earlier steps.
     folder.truncate_records(
         "metrics.jsonl",
@@ -466,7 +483,6 @@ int run_experiment(const RunRequest& req) {
     spdlog::info("resuming {} at epoch {}, step {} (global step {})", folder.dir(), st.epoch + 1,
                  st.step_in_epoch, st.global_step);
   } else if (!req.init_from.empty()) {
-    engine->init_from(init_file, req.init_from);
     spdlog::info("initialised parameters from {}", req.init_from);
   }
   folder.write_config(effective);

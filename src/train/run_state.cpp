@@ -138,8 +138,13 @@ std::string checkpoint_of(const std::string& dir_or_file) {
 
 TensorFile read_checkpoint(const std::string& path) {
   TensorFile f = read_safetensors(path);
+  read_optimizer_state(f, path);
+  return f;
+}
+
+void read_optimizer_state(TensorFile& f, const std::string& path) {
   const auto it = f.metadata.find("optimizer_file");
-  if (it == f.metadata.end()) return f;
+  if (it == f.metadata.end()) return;
   const std::string& step = checkpoint_meta(f, "global_step", path);
   std::string opt_path = optimizer_path(path);
   if (!std::filesystem::exists(opt_path) ||
@@ -156,18 +161,22 @@ TensorFile read_checkpoint(const std::string& path) {
     throw Error(opt_path + ": optimizer state of step " + opt_step + ", but " + path +
                 " is of step " + step + " (the two files must come from the same checkpoint)");
   for (auto& [name, t] : opt.tensors) f.tensors[name] = std::move(t);
-  return f;
+}
+
+void check_format(const TensorFile& f, const std::string& path) {
+  const auto format = f.metadata.find("format");
+  if (format == f.metadata.end() || format->second == kCheckpointFormat) return;
+  const auto by = f.metadata.find("zotrain_version");
+  throw Error(path + ": checkpoint format '" + format->second + "'" +
+              (by != f.metadata.end() ? " (written by zotrain " + by->second + ")" : "") +
+              " is not the format this zotrain " + version() + " reads ('" + kCheckpointFormat +
+              "')");
 }
 
 void check_checkpoint(const TensorFile& f, const std::string& path,
                       const config::ExperimentConfig& cfg, int partition) {
-  if (const std::string& format = checkpoint_meta(f, "format", path); format != kCheckpointFormat) {
-    const auto by = f.metadata.find("zotrain_version");
-    throw Error(path + ": checkpoint format '" + format + "'" +
-                (by != f.metadata.end() ? " (written by zotrain " + by->second + ")" : "") +
-                " is not the format this zotrain " + version() + " reads ('" + kCheckpointFormat +
-                "')");
-  }
+  checkpoint_meta(f, "format", path);  // (a zotrain checkpoint)
+  check_format(f, path);
   const std::string have = checkpoint_meta(f, "arch", path) + " " +
                            checkpoint_meta(f, "precision", path) + ", C = " +
                            checkpoint_meta(f, "partition", path);
@@ -180,10 +189,16 @@ void check_checkpoint(const TensorFile& f, const std::string& path,
 }
 
 RunState restore_run_state(const TensorFile& f, const std::string& path) {
+  const auto count = [&](const char* key) {
+    const std::string& v = checkpoint_meta(f, key, path);
+    if (v.empty() || v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos)
+      throw Error(path + ": checkpoint metadata '" + key + "' is '" + v + "', not a count");
+    return std::stoll(v);
+  };
   RunState r;
-  r.epoch = std::stoll(checkpoint_meta(f, "epoch", path));
-  r.step_in_epoch = std::stoll(checkpoint_meta(f, "step_in_epoch", path));
-  r.global_step = std::stoll(checkpoint_meta(f, "global_step", path));
+  r.epoch = count("epoch");
+  r.step_in_epoch = count("step_in_epoch");
+  r.global_step = count("global_step");
   r.train_seconds = json::parse(checkpoint_meta(f, "train_seconds", path)).get<double>();
   r.total_times = phases_from_json(json::parse(checkpoint_meta(f, "total_phases", path)));
   r.acc = EpochAcc::from_json(json::parse(checkpoint_meta(f, "epoch_acc", path)));

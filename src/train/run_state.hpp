@@ -49,6 +49,11 @@ void save_checkpoint(const std::string& path, const Engine& engine,
 std::string checkpoint_of(const std::string& dir_or_file);
 // Reads a checkpoint with its optimizer file (if it names one) as one TensorFile.
 TensorFile read_checkpoint(const std::string& path);
+// Adds the optimizer state of checkpoint `f`, read from `path`, to it (when it names a file).
+void read_optimizer_state(TensorFile& f, const std::string& path);
+// Refuses a checkpoint in another zotrain checkpoint format than this one's, naming both and the
+// zotrain version that wrote it; a file without a format (e.g. from PyTorch) passes.
+void check_format(const TensorFile& f, const std::string& path);
 // Checks a checkpoint fits this config and partition C (throws zt::Error naming the file).
 void check_checkpoint(const TensorFile& f, const std::string& path,
                       const config::ExperimentConfig& cfg, int partition);

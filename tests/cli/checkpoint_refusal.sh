@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Checkpoints that do not fit, or lie, are refused by --resume and by --init-from with exit 2 and
+# an error naming the file and what is wrong, and nothing is written: --resume leaves the run
+# directory byte for byte as it was, --init-from creates no output directory. The cases: a
+# PointNet checkpoint for a LeNet-5 run, an int8 one for an FP32 run (--resume only: --init-from
+# converts between precisions by design), another checkpoint format (a later zotrain), a
+# truncated file, a header length past the end, data_offsets past the end, two tensors'
+# data_offsets overlapping, a shape and a dtype that do not match the byte count, a metadata
+# number that is not one; and for --resume a truncated or missing optimizer file.
+# Usage: checkpoint_refusal.sh ZOTRAIN REPO OUTDIR
+set -euo pipefail
+zotrain="$1" repo="$2" out="$3/checkpoint-refusal"
+rm -rf "${out}"
+mkdir -p "${out}"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+quiet=(--no-progress -q --set train.threads=1)
+
+# The sources: a LeNet-5 FP32 run stopped after 2 steps (Adam: with optimizer.safetensors), an
+# int8 one, and a PointNet one on a small synthetic set.
+lenet=(--config "${repo}/tests/fixtures/tiny.json" --set data.test_limit=32)
+"${zotrain}" "${lenet[@]}" --set train.max_steps=2 "${quiet[@]}" --output-dir "${out}/lenet" \
+  > /dev/null 2> "${out}/lenet.log" || fail "the LeNet-5 run failed: $(tail -3 "${out}/lenet.log")"
+"${zotrain}" --config "${repo}/tests/fixtures/int8.json" --set train.batch_size=32 --set data.test_limit=32 \
+  --set train.max_steps=1 "${quiet[@]}" --output-dir "${out}/int8" > /dev/null 2> "${out}/int8.log" ||
+  fail "the int8 run failed: $(tail -3 "${out}/int8.log")"
+"${zotrain}" --make-synthetic-modelnet "${out}/points" --synthetic-classes 10 --synthetic-train 1 \
+  --synthetic-test 2 > /dev/null 2>&1 || fail "make-synthetic-modelnet failed"
+"${zotrain}" --config "${repo}/configs/pointnet-synthetic.json" --set "data.root=${out}/points" \
+  --set data.points=32 --set train.batch_size=8 --set train.max_steps=1 "${quiet[@]}" \
+  --output-dir "${out}/pointnet" > /dev/null 2> "${out}/pointnet.log" ||
+  fail "the PointNet run failed: $(tail -3 "${out}/pointnet.log")"
+
+# forge SRC DST HOW: a copy of a safetensors file, altered (tests/cli/forge_safetensors.py).
+forge() { /usr/bin/python3 "${repo}/tests/cli/forge_safetensors.py" "$@" || fail "forge $*"; }
+snapshot() { (cd "$1" && find . -type f -exec sha256sum {} + | sort); }
+resumes=0 inits=0
+
+# refuse_resume CASE PATTERN FILE: FILE is the checkpoint.safetensors of a copy of the LeNet-5 run.
+# An optional 4th argument names the file the error must name (default: the checkpoint).
+refuse_resume() {
+  local name="$1" pattern="$2" src="$3" dir="${out}/resume-$1"
+  cp -a "${out}/lenet" "${dir}"
+  [[ "${src}" == - ]] || cp "${src}" "${dir}/checkpoint.safetensors"
+  [[ -z "${5:-}" ]] || eval "$5"  # a further change to the copy
+  local named="${dir}/${4:-checkpoint.safetensors}" before code
+  before="$(snapshot "${dir}")"
+  set +e; "${zotrain}" --resume "${dir}" --no-progress > /dev/null 2> "${dir}.log"; code=$?; set -e
+  [[ ${code} -eq 2 ]] || fail "--resume ${name}: exit ${code}, expected 2: $(tail -3 "${dir}.log")"
+  grep -qF "${named}" "${dir}.log" || fail "--resume ${name}: the error does not name ${named}: $(cat "${dir}.log")"
+  grep -qE "${pattern}" "${dir}.log" || fail "--resume ${name}: the error does not say '${pattern}': $(cat "${dir}.log")"
+  [[ "$(snapshot "${dir}")" == "${before}" ]] || fail "--resume ${name}: the run directory changed"
+  echo "--resume ${name}: $(grep -o 'error .*' "${dir}.log" | head -1)"
+  resumes=$(( resumes + 1 ))
+}
+
+# refuse_init CASE PATTERN FILE: a fresh LeNet-5 run started from FILE.
+refuse_init() {
+  local name="$1" pattern="$2" src="$3" dir="${out}/init-$1" code
+  set +e; "${zotrain}" "${lenet[@]}" --init-from "${src}" --no-progress --output-dir "${dir}" \
+    > /dev/null 2> "${dir}.log"; code=$?; set -e
+  [[ ${code} -eq 2 ]] || fail "--init-from ${name}: exit ${code}, expected 2: $(tail -3 "${dir}.log")"
+  grep -qF "${src}" "${dir}.log" || fail "--init-from ${name}: the error does not name ${src}: $(cat "${dir}.log")"
+  grep -qE "${pattern}" "${dir}.log" || fail "--init-from ${name}: the error does not say '${pattern}': $(cat "${dir}.log")"
+  [[ ! -e "${dir}" ]] || fail "--init-from ${name}: ${dir} was created"
+  echo "--init-from ${name}: $(grep -o 'error .*' "${dir}.log" | head -1)"
+  inits=$(( inits + 1 ))
+}
+
+good="${out}/lenet/checkpoint.safetensors"
+refuse_resume pointnet "different model.*pointnet fp32.*this run is lenet5 fp32" "${out}/pointnet/checkpoint.safetensors"
+refuse_init pointnet "tensor '.*' is F32 with [0-9]+ elements; the model expects|has no tensor" "${out}/pointnet/checkpoint.safetensors"
+refuse_resume int8 "different model.*lenet5 int8.*this run is lenet5 fp32" "${out}/int8/checkpoint.safetensors"
+
+forge "${good}" "${out}/version.safetensors" 'meta:format=zotrain-checkpoint-2' 'meta:zotrain_version=9.0.0'
+refuse_resume version "format 'zotrain-checkpoint-2' \(written by zotrain 9.0.0\) is not the format" "${out}/version.safetensors"
+refuse_init version "format 'zotrain-checkpoint-2' \(written by zotrain 9.0.0\) is not the format" "${out}/version.safetensors"
+
+forge "${good}" "${out}/truncated.safetensors" truncate:1000
+forge "${good}" "${out}/header-length.safetensors" header-length:past-end
+forge "${good}" "${out}/offsets.safetensors" offsets:past-end
+forge "${good}" "${out}/overlap.safetensors" offsets:overlap
+forge "${good}" "${out}/shape.safetensors" shape:wrong
+forge "${good}" "${out}/dtype.safetensors" dtype:I8
+forge "${good}" "${out}/metadata.safetensors" 'meta:epoch=two'
+for c in "truncated|reach past the [0-9]+ bytes of data" "header-length|header length [0-9]+ exceeds the file" \
+         "offsets|reach past the [0-9]+ bytes of data" "overlap|overlap \(data_offsets" \
+         "shape|F32 \[[0-9, ]+\] is [0-9]+ bytes, but its data_offsets span" "dtype|I8 \[[0-9, ]+\] is [0-9]+ bytes, but its data_offsets span"; do
+  refuse_resume "${c%%|*}" "${c#*|}" "${out}/${c%%|*}.safetensors"
+  refuse_init "${c%%|*}" "${c#*|}" "${out}/${c%%|*}.safetensors"
+done
+refuse_resume metadata "metadata .epoch. is .two., not a count" "${out}/metadata.safetensors"
+
+# The optimizer file: truncated, missing.
+forge "${out}/lenet/optimizer.safetensors" "${out}/optimizer-truncated.safetensors" truncate:100
+refuse_resume optimizer-truncated "reach past the [0-9]+ bytes of data" - optimizer.safetensors \
+  'cp "${out}/optimizer-truncated.safetensors" "${dir}/optimizer.safetensors"'
+refuse_resume optimizer-missing "cannot open" - optimizer.safetensors 'rm "${dir}/optimizer.safetensors"'
+
+echo "checkpoint-refusal: $(( resumes + inits )) refusals (${resumes} --resume, ${inits} --init-from), exit 2, nothing written"

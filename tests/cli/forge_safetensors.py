@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Writes an altered copy of a safetensors file, for the refusal tests.
+
+Usage: forge_safetensors.py SRC DST CHANGE...
+  meta:KEY=VALUE          set a __metadata__ entry
+  truncate:N              drop the last N bytes
+  header-length:past-end  the 8-byte header length points past the end of the file
+  offsets:past-end        the last tensor's data_offsets lie past the end of the data
+  offsets:overlap         the second tensor's data_offsets start 4 bytes inside the first's
+  shape:wrong             the first tensor's shape holds one more element per row than its bytes
+  dtype:I8                the first tensor's dtype says I8 (the byte count no longer matches)
+"""
+import json
+import struct
+import sys
+
+
+def main(src, dst, changes):
+    b = open(src, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    header, data = json.loads(b[8:8 + n]), b[8 + n:]
+    tensors = sorted((k for k in header if k != "__metadata__"), key=lambda k: header[k]["data_offsets"][0])
+    cut, lie_length = 0, False
+    for change in changes:
+        what, _, arg = change.partition(":")
+        if what == "meta":
+            key, _, value = arg.partition("=")
+            header.setdefault("__metadata__", {})[key] = value
+        elif what == "truncate":
+            cut = int(arg)
+        elif what == "header-length":
+            lie_length = True
+        elif change == "offsets:past-end":
+            begin, end = header[tensors[-1]]["data_offsets"]
+            header[tensors[-1]]["data_offsets"] = [len(data) + 8, len(data) + 8 + end - begin]
+        elif change == "offsets:overlap":
+            begin, end = header[tensors[1]]["data_offsets"]
+            header[tensors[1]]["data_offsets"] = [begin - 4, end - 4]
+        elif change == "shape:wrong":
+            header[tensors[0]]["shape"][-1] += 1
+        elif change == "dtype:I8":
+            header[tensors[0]]["dtype"] = "I8"
+        else:
+            sys.exit(f"forge_safetensors: unknown change {change}")
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    out = struct.pack("<Q", len(text)) + text + data
+    if cut:
+        out = out[:-cut]
+    if lie_length:
+        out = struct.pack("<Q", len(out)) + out[8:]
+    open(dst, "wb").write(out)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], sys.argv[3:])
