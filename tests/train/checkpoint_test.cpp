@@ -83,6 +83,73 @@ TEST(Safetensors, RejectsCorruptFiles) {
   EXPECT_THROW(read_safetensors((temp_dir() / "missing.safetensors").string()), Error);
 }
 
+// A safetensors file whose header says `entries` (JSON members, no metadata) over `data_bytes`
+// bytes of data.
+std::string forged(const std::string& entries, std::size_t data_bytes) {
+  std::string header = "{" + entries + "}";
+  while (header.size() % 8 != 0) header.push_back(' ');
+  std::string b(8, '\0');
+  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  return b + header + std::string(data_bytes, '\x01');
+}
+
+// Rejected naming the file and saying `why`.
+void expect_rejected_for(const std::string& bytes, const std::string& name, const std::string& why) {
+  const auto path = (temp_dir() / name).string();
+  std::ofstream(path, std::ios::binary) << bytes;
+  try {
+    read_safetensors(path);
+    FAIL() << name << " was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+  }
+}
+
+// Headers that lie about the data: offsets past it, reversed or overlapping, a shape or dtype
+// that does not match the byte count.
+TEST(Safetensors, RejectsLyingHeaders) {
+  const std::string a = R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
+  ASSERT_NO_THROW(read_safetensors([&] {
+    const auto p = (temp_dir() / "forged-good.safetensors").string();
+    std::ofstream(p, std::ios::binary) << forged(a + R"(,"b":{"dtype":"I8","shape":[4],"data_offsets":[8,12]})", 12);
+    return p;
+  }()));
+  expect_rejected_for(forged(a + R"(,"b":{"dtype":"I8","shape":[4],"data_offsets":[8,12]})", 11),
+                      "offsets-past-end.safetensors", "reach past the 11 bytes of data");
+  expect_rejected_for(forged(R"("a":{"dtype":"F32","shape":[0],"data_offsets":[8,0]})", 8),
+                      "offsets-reversed.safetensors", "begin <= end");
+  expect_rejected_for(forged(a + R"(,"b":{"dtype":"I8","shape":[4],"data_offsets":[6,10]})", 12),
+                      "offsets-overlap.safetensors", "'a' and 'b' overlap");
+  expect_rejected_for(forged(R"("a":{"dtype":"F32","shape":[6],"data_offsets":[0,24]},)"
+                             R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]})", 24),
+                      "offsets-inside.safetensors", "'a' and 'b' overlap");
+  expect_rejected_for(forged(R"("a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]})", 8),
+                      "shape.safetensors", "F32 [3] is 12 bytes, but its data_offsets span 8");
+  expect_rejected_for(forged(R"("a":{"dtype":"I8","shape":[2],"data_offsets":[0,8]})", 8),
+                      "dtype.safetensors", "I8 [2] is 2 bytes, but its data_offsets span 8");
+  expect_rejected_for(forged(R"("a":{"dtype":"F64","shape":[1],"data_offsets":[0,8]})", 8),
+                      "dtype-unknown.safetensors", "unsupported tensor dtype 'F64'");
+  expect_rejected_for(forged(R"("a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]})", 8),
+                      "negative.safetensors", "negative dimension");
+}
+
+// A write that fails leaves the previous file whole and no temporary file, and names the file.
+TEST(AtomicWrite, FailureKeepsThePreviousFile) {
+  const auto path = (temp_dir() / "kept.json").string();
+  write_file_atomic(path, "first\n");
+  fs::create_directories(path + ".tmp");  // the temporary file cannot be created
+  try {
+    write_file_atomic(path, "second\n");
+    FAIL() << "the write did not fail";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ": cannot write"), std::string::npos) << e.what();
+  }
+  fs::remove(path + ".tmp");
+  std::ifstream in(path);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), {}), "first\n");
+}
+
 TEST(AtomicWrite, ReplacesWholeFile) {
   const auto path = (temp_dir() / "t.json").string();
   write_file_atomic(path, "first version, longer\n");

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "zotrain/config/methods.hpp"
@@ -275,6 +276,102 @@ TEST(Experiment, ResumeRejectsAMissingCheckpoint) {
   RunRequest r = tiny(d.string());
   r.resume = true;
   EXPECT_THROW(run_experiment(r), Error);
+}
+
+// A kill (or a full disk) between writing the optimizer state and committing the checkpoint
+// leaves one of two states, and --resume takes either to the uninterrupted run's weights:
+// killed before the commit, the old checkpoint and optimizer.safetensors with the new state in
+// optimizer.safetensors.next; killed after it, the new checkpoint with the old
+// optimizer.safetensors and the new state in optimizer.safetensors.next.
+TEST(Experiment, ResumeAfterAKillBetweenTheCheckpointFiles) {
+  const std::vector<std::string> sets = {"train.epochs=2", "optimizer.name=adam"};
+  const auto a = fresh_dir("kill-straight");
+  ASSERT_EQ(run_experiment(tiny(a.string(), sets)), 0);
+  const auto digest = [](const fs::path& d) {
+    return nlohmann::json::parse(std::ifstream(d / "summary.json"))["weights_digest"];
+  };
+
+  const auto b = fresh_dir("kill-source");
+  auto stop = sets;
+  stop.push_back("train.max_steps=5");
+  ASSERT_EQ(run_experiment(tiny(b.string(), stop)), 0);  // checkpoint of step 5
+  const auto old_dir = fresh_dir("kill-old");
+  fs::create_directories(old_dir);
+  for (const char* f : {"checkpoint.safetensors", "optimizer.safetensors"})
+    fs::copy_file(b / f, old_dir / f);
+  RunRequest more = resume_without_limit(b);
+  more.cfg.train.max_steps = 11;
+  ASSERT_EQ(run_experiment(more), 0);  // checkpoint of step 11
+
+  for (const bool committed : {false, true}) {
+    SCOPED_TRACE(committed ? "killed after the commit" : "killed before the commit");
+    const auto c = fresh_dir(committed ? "kill-after" : "kill-before");
+    fs::copy(b, c);
+    fs::rename(c / "optimizer.safetensors", c / "optimizer.safetensors.next");
+    fs::copy_file(old_dir / "optimizer.safetensors", c / "optimizer.safetensors");
+    if (!committed)
+      fs::copy_file(old_dir / "checkpoint.safetensors", c / "checkpoint.safetensors",
+                    fs::copy_options::overwrite_existing);
+    ASSERT_EQ(run_experiment(resume_without_limit(c)), 0);
+    EXPECT_EQ(digest(c), digest(a));
+    EXPECT_FALSE(fs::exists(c / "optimizer.safetensors.next"));
+  }
+}
+
+// A checkpoint that does not fit is refused before anything is written: --init-from creates no
+// output directory, --resume changes no file of the run.
+TEST(Experiment, RefusedCheckpointsLeaveNothingWritten) {
+  const auto src = fresh_dir("refuse-source");
+  ASSERT_EQ(run_experiment(tiny(src.string(), {"train.max_steps=2"})), 0);
+  const auto read_all = [](const fs::path& d) {
+    std::map<std::string, std::string> files;
+    for (const auto& e : fs::directory_iterator(d)) {
+      std::ifstream in(e.path(), std::ios::binary);
+      files[e.path().filename().string()] = std::string((std::istreambuf_iterator<char>(in)), {});
+    }
+    return files;
+  };
+  const auto expect_refused = [](const RunRequest& r, const std::string& file, const std::string& why) {
+    try {
+      run_experiment(r);
+      FAIL() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+
+  // --init-from a checkpoint whose conv1.weight has another shape (another model).
+  TensorFile f = read_safetensors((src / "checkpoint.safetensors").string());
+  f.tensors["conv1.weight"] = StoredTensor{"F32", {2}, std::vector<std::uint8_t>(8)};
+  const auto other = (fresh_dir("refuse-other") += ".safetensors").string();
+  write_safetensors(other, f);
+  const auto out = fresh_dir("refuse-init");
+  RunRequest init = tiny(out.string());
+  init.init_from = other;
+  expect_refused(init, other, "tensor 'conv1.weight' is F32 with 2 elements");
+  EXPECT_FALSE(fs::exists(out));
+
+  // --init-from and --resume of a checkpoint in a later format.
+  f = read_safetensors((src / "checkpoint.safetensors").string());
+  f.metadata["format"] = "zotrain-checkpoint-2";
+  f.metadata["zotrain_version"] = "9.0.0";
+  const auto later = fresh_dir("refuse-later");
+  fs::copy(src, later);
+  write_safetensors((later / "checkpoint.safetensors").string(), f);
+  init.init_from = (later / "checkpoint.safetensors").string();
+  expect_refused(init, init.init_from, "format 'zotrain-checkpoint-2' (written by zotrain 9.0.0)");
+  EXPECT_FALSE(fs::exists(out));
+  const auto before = read_all(later);
+  expect_refused(resume_without_limit(later), (later / "checkpoint.safetensors").string(),
+                 "format 'zotrain-checkpoint-2' (written by zotrain 9.0.0) is not the format");
+  EXPECT_EQ(read_all(later), before);
+
+  // A checkpoint of this format without zotrain_version (written before it was recorded) resumes.
+  f.metadata["format"] = read_safetensors((src / "checkpoint.safetensors").string()).metadata.at("format");
+  f.metadata.erase("zotrain_version");
+  write_safetensors((later / "checkpoint.safetensors").string(), f);
+  EXPECT_EQ(run_experiment(resume_without_limit(later)), 0);
 }
 
 // method.partition alone sweeps C = 0..L for every model and precision: the ends are Full BP and
