@@ -40,8 +40,11 @@ struct RunState {
 // A checkpoint is two files: `path` (checkpoint.safetensors) holds the weights and buffers under
 // the model's own names (a state dict PyTorch can load) with the run state and the config as
 // metadata; the optimizer state (Adam m, v: tensors named optimizer.*), when there is any, goes
-// to optimizer.safetensors beside it. The optimizer file is written first and the checkpoint,
-// which names it and the step both were written at, last: the checkpoint is the commit point.
+// to optimizer.safetensors beside it. The optimizer state is written first, as
+// optimizer.safetensors.next, then the checkpoint, which names the optimizer file and the step
+// both were written at: the checkpoint is the commit point. Then .next replaces
+// optimizer.safetensors; until it does, read_checkpoint takes whichever of the two is of the
+// checkpoint's step, so a kill or a full disk at any moment leaves a checkpoint that resumes.
 void save_checkpoint(const std::string& path, const Engine& engine,
                      const config::ExperimentConfig& cfg, const RunState& state);
 // The checkpoint a user names: a run directory (its checkpoint.safetensors) or a file. Throws
