@@ -180,8 +180,14 @@ const std::vector<Key>& schema() {
       {"zo.queries", Type::kInt, ZT_FIELD(zo.queries), closed(1, kMaxZoQueries), {},
        "directions probed per ZO step (q); the update averages their estimates; int8: 1"},
       {"zo.perturbation", Type::kString, ZT_FIELD(zo.perturbation), {}, {},
-       "where the FP32 direction z comes from: gaussian (the paper's), rademacher (+-1) or "
-       "uniform (sqrt(3) U(-1, 1)); int8 draws its own sparse uniform integers"},
+       "where the FP32 direction z comes from: gaussian (the paper's), rademacher (+-1), "
+       "uniform (sqrt(3) U(-1, 1)) or pezo_pool (PeZO's pool of zo.pool_size numbers); int8 "
+       "draws its own sparse uniform integers"},
+      {"zo.pool_size", Type::kInt, ZT_FIELD(zo.pool_size), closed(1, 1 << 24), {},
+       "pezo_pool: numbers in the pool (N; 2^k - 1 as PeZO advises); updates stay in an "
+       "N-dimensional subspace"},
+      {"zo.pool_pow2", Type::kBool, ZT_FIELD(zo.pool_pow2), {}, {},
+       "pezo_pool: scale the pool by the power of two nearest its norm-matching factor"},
       {"train.epochs", Type::kInt, ZT_FIELD(train.epochs), at_least(1), {}, "training epochs"},
       {"train.batch_size", Type::kInt, ZT_FIELD(train.batch_size), closed(1, kMaxBatchSize), {},
        "minibatch size (auto = the paper's: 32; 256 for int8 LeNet-5)", "auto"},

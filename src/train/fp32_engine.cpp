@@ -4,6 +4,7 @@
 
 #include "engine.hpp"
 #include "zotrain/core/error.hpp"
+#include "zotrain/core/seeds.hpp"
 #include "zotrain/nn/architectures.hpp"
 #include "zotrain/nn/int8_setup.hpp"
 #include "zotrain/nn/lenet5.hpp"
@@ -36,6 +37,8 @@ class Fp32Engine final : public Engine {
     o.estimator = cfg.zo.estimator;
     o.queries = static_cast<int>(cfg.zo.queries);
     o.perturbation = kernels::perturb_source(cfg.zo.perturbation);
+    o.pool = {static_cast<std::size_t>(cfg.zo.pool_size), cfg.zo.pool_pow2,
+              seeds::pezo_pool(cfg.seed)};
     o.optimizer = cfg.optimizer.name;
     o.bp_activations = cfg.method.bp_activations;
     o.plan = cfg.train.memory_plan;

@@ -41,7 +41,7 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
       plan_(model, plan_options(options)),
       stack_(model, plan_),
       optimizer_(options.optimizer, bp_params_, plan_.adam_m(), plan_.adam_v()),
-      perturb_(kernels::select_perturb_f32(options.perturbation, options.isa)),
+      perturber_(options.perturbation, options.isa, options.pool),
       estimator_(make_estimator(options.estimator, options.queries)) {
   const int L = model_.num_parametric();
   // Gradients: the backprop parameters' into the planned buffer, none for the ZO part.
@@ -134,7 +134,7 @@ class Fp32Trainer::ZoStep final : public ZoExecutor {
 
   void perturb(int query, int k) override {
     telemetry::ScopedPhase p(times_, telemetry::Phase::kZoPerturb);
-    t_.perturb_(theta_, t_.zo_params_, seed_, seeds::fp32_perturbation_stream(query), 0,
+    t_.perturber_.perturb(theta_, t_.zo_params_, seed_, seeds::fp32_perturbation_stream(query), 0,
                 static_cast<float>(k) * t_.opt_.eps);
   }
 
@@ -181,7 +181,7 @@ class Fp32Trainer::ZoStep final : public ZoExecutor {
     for (int i = 0; i < q; ++i) {
       const float restore = i == q - 1 ? t_.opt_.eps : 0.0f;
       const double gi = g[static_cast<std::size_t>(i)] / q;  // exact for q = 1
-      t_.perturb_(theta_, t_.zo_params_, seed_, seeds::fp32_perturbation_stream(i), 0,
+      t_.perturber_.perturb(theta_, t_.zo_params_, seed_, seeds::fp32_perturbation_stream(i), 0,
                   restore - lr_ * static_cast<float>(gi));
       g_sum_ += g[static_cast<std::size_t>(i)];
     }

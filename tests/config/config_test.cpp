@@ -47,6 +47,8 @@ void expect_same(const ExperimentConfig& a, const ExperimentConfig& b) {
   EXPECT_EQ(a.zo.estimator, b.zo.estimator);
   EXPECT_EQ(a.zo.queries, b.zo.queries);
   EXPECT_EQ(a.zo.perturbation, b.zo.perturbation);
+  EXPECT_EQ(a.zo.pool_size, b.zo.pool_size);
+  EXPECT_EQ(a.zo.pool_pow2, b.zo.pool_pow2);
   EXPECT_EQ(a.train.epochs, b.train.epochs);
   EXPECT_EQ(a.train.batch_size, b.train.batch_size);
   EXPECT_EQ(a.train.threads, b.train.threads);
@@ -273,7 +275,7 @@ TEST(ConfigTest, RoundTrip) {
 TEST(ConfigTest, DumpAndHelpListEveryKey) {
   const std::string dump = to_json_text(ExperimentConfig{});
   const std::string help = keys_help();
-  ASSERT_EQ(key_names().size(), 45u);
+  ASSERT_EQ(key_names().size(), 47u);
   for (const std::string& k : key_names()) {
     const std::string leaf = k.substr(k.rfind('.') + 1);
     EXPECT_NE(dump.find("\"" + leaf + "\""), std::string::npos) << k;

@@ -140,5 +140,69 @@ TEST(PerturbSources, NamesMapToSources) {
             select_fill_gaussian_f32(Isa::kPortable));
 }
 
+// ---- PeZO's pool ---------------------------------------------------------------------------
+
+TEST(PezoPool, ScaledToTheExpectedGaussianNorm) {
+  for (double d : {31.0, 100.0, 4095.0, 107786.0}) {  // the series against the Γ-function form
+    const double want = std::exp(0.5 * std::log(2.0) + std::lgamma((d + 1) / 2) - std::lgamma(d / 2));
+    EXPECT_NEAR(expected_gaussian_norm(static_cast<std::size_t>(d)), want, 2e-9 * want) << d;
+  }
+  for (std::size_t n : {31u, 4095u}) {
+    const Perturber exact(PerturbSource::kPezoPool, best_isa(), {n, false, 42});
+    const Perturber pow2(PerturbSource::kPezoPool, best_isa(), {n, true, 42});
+    ASSERT_EQ(exact.pool().size(), n);
+    double sq = 0;
+    for (float v : exact.pool()) sq += double(v) * v;
+    EXPECT_NEAR(std::sqrt(sq), expected_gaussian_norm(n), 1e-6 * std::sqrt(double(n))) << n;
+    // The power-of-two variant differs from the raw U(−1, 1) pool by a power of two: each value
+    // is the exact one times the same ratio, and that ratio over √3-ish is 2/√3-ish.
+    const double ratio = double(pow2.pool()[0]) / exact.pool()[0];
+    for (std::size_t k = 0; k < n; ++k)
+      EXPECT_NEAR(double(pow2.pool()[k]), ratio * exact.pool()[k], 1e-6) << n << " " << k;
+    if (n == 4095) {
+      EXPECT_NEAR(ratio, 2.0 / std::sqrt(3.0), 0.01);  // scale 2 instead of ≈ √3
+    }
+  }
+}
+
+TEST(PezoPool, WindowsArePeriodicAndThreadIndependent) {
+  const std::size_t N = 4095, n = 107786;
+  const Perturber pz(PerturbSource::kPezoPool, best_isa(), {N, false, 7});
+  std::vector<float> want(n, 0.5f);
+  const std::size_t o = pz.pool_offset(11, 2);
+  for (std::size_t i = 0; i < n; ++i) want[i] = want[i] + 0.25f * pz.pool()[(o + i) % N];
+  std::vector<float> z(n);
+  pz.fill(z.data(), n, 11, 2, 0);
+  for (std::size_t i = 0; i + N < n; i += 97) ASSERT_EQ(bits(z[i]), bits(z[i + N])) << i;
+  const std::size_t cut = 12345;  // a range in two pieces is the range in one
+  std::vector<float> part(n);
+  pz.fill(part.data(), cut, 11, 2, 0);
+  pz.fill(part.data() + cut, n - cut, 11, 2, cut);
+  EXPECT_EQ(std::memcmp(part.data(), z.data(), n * sizeof(float)), 0);
+#ifdef ZT_OPENMP
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    std::vector<float> theta(n, 0.5f);
+    pz.perturb(theta.data(), n, 11, 2, 0, 0.25f);
+    EXPECT_EQ(std::memcmp(theta.data(), want.data(), n * sizeof(float)), 0) << threads;
+  }
+  omp_set_num_threads(saved);
+#endif
+  EXPECT_NE(pz.pool_offset(11, 2), pz.pool_offset(12, 2));  // the step seed moves the window
+}
+
+// Recorded on x86-64; the ARM builds must draw the same pool.
+TEST(PezoPool, GoldenValuesAreArchitectureIndependent) {
+  const Perturber exact(PerturbSource::kPezoPool, best_isa(), {4095, false, 42});
+  const Perturber pow2(PerturbSource::kPezoPool, best_isa(), {4095, true, 42});
+  EXPECT_EQ(bits(exact.pool()[0]), 0x3eb32897u);
+  EXPECT_EQ(bits(exact.pool()[100]), 0xbf08a195u);
+  EXPECT_EQ(bits(exact.pool()[4094]), 0x3e4b9fceu);
+  EXPECT_EQ(bits(pow2.pool()[0]), 0x3ecefe94u);
+  EXPECT_EQ(bits(pow2.pool()[100]), 0xbf1ddc0eu);
+  EXPECT_EQ(exact.pool_offset(7, 0), 154u);
+}
+
 }  // namespace
 }  // namespace zt::kernels

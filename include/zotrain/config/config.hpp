@@ -53,6 +53,8 @@ struct ZoConfig {
   std::string estimator = "two_sided";  // a name of train/zo_estimator.hpp's registry
   std::int64_t queries = 1;            // q directions per step (int8: 1)
   std::string perturbation = "gaussian";  // kernels/perturb.hpp's sources (FP32 only)
+  std::int64_t pool_size = 4095;       // pezo_pool: N
+  bool pool_pow2 = false;              // pezo_pool: scale by a power of two
 };
 struct TrainConfig {
   std::int64_t epochs = 5;

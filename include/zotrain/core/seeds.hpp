@@ -34,6 +34,8 @@ inline std::uint64_t layer_init(std::uint64_t seed, std::uint64_t layer) {
 }
 
 inline std::uint64_t int8_init(std::uint64_t seed) { return mix64(seed ^ 0x1ae7a11cULL); }
+// PeZO's pool (zo.perturbation pezo_pool), drawn once per run.
+inline std::uint64_t pezo_pool(std::uint64_t seed) { return mix64(seed ^ 0x9e20900fULL); }
 
 // The key of epoch `epoch`'s order. Only the low 32 bits of the epoch enter (as always).
 inline std::uint64_t epoch_order(std::uint64_t seed, int epoch) {

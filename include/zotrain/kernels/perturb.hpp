@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "zotrain/kernels/isa.hpp"
 
@@ -49,14 +50,51 @@ FillGaussianF32Fn select_fill_gaussian_f32(Isa isa);
 //   kGaussian    N(0, 1) (the above)
 //   kRademacher  ±1, equally likely
 //   kUniform     √3·U(−1, 1)
-enum class PerturbSource : std::uint8_t { kGaussian, kRademacher, kUniform };
+//   kPezoPool    PeZO's pre-generated pool: N uniform numbers drawn once from a pool seed and
+//                scaled so that ‖pool‖ = E‖g_N‖ (g_N ~ N(0, I_N)), or by the power of two nearest
+//                that factor; the perturbation of (seed, stream) is the pool repeated from the
+//                offset o = hash(seed, stream) mod N: z_i = pool[(o + i) mod N]. Only Perturber
+//                (below) draws it; the z of every window is N-periodic in i, so updates stay in an
+//                N-dimensional subspace (docs/design.md §4).
+enum class PerturbSource : std::uint8_t { kGaussian, kRademacher, kUniform, kPezoPool };
 PerturbSource perturb_source(std::string_view name);  // throws zt::Error naming the choices
 const char* perturb_source_name(PerturbSource s);
 float perturbation_ref(PerturbSource s, std::uint64_t seed, std::uint64_t stream,
                        std::uint64_t index);
 void perturb_f32_ref(PerturbSource s, float* theta, std::size_t n, std::uint64_t seed,
                      std::uint64_t stream, std::uint64_t offset, float scale);
-PerturbGaussianF32Fn select_perturb_f32(PerturbSource s, Isa isa);
+PerturbGaussianF32Fn select_perturb_f32(PerturbSource s, Isa isa);  // not kPezoPool
 FillGaussianF32Fn select_fill_f32(PerturbSource s, Isa isa);
+
+// PeZO pool options.
+inline constexpr std::size_t kPezoPoolSize = 4095;  // 2^12 − 1, PeZO's default
+struct PoolOptions {
+  std::size_t size = kPezoPoolSize;
+  bool pow2_scale = false;  // scale by the nearest power of two (PeZO's hardware variant)
+  std::uint64_t seed = 0;   // the pool's own seed (drawn once per run)
+};
+// E‖g_d‖ for g_d ~ N(0, I_d) = √2 Γ((d+1)/2) / Γ(d/2), by its asymptotic series (exact IEEE
+// operations only, so the same bits everywhere; relative error < 1e-8 for d ≥ 31, < 1e-15 for
+// d ≥ 4095).
+double expected_gaussian_norm(std::size_t d);
+
+// A source bound to its state: what a trainer holds. perturb / fill as the functions above.
+class Perturber {
+ public:
+  Perturber(PerturbSource s, Isa isa, const PoolOptions& pool = {});
+  void perturb(float* theta, std::size_t n, std::uint64_t seed, std::uint64_t stream,
+               std::uint64_t offset, float scale) const;
+  void fill(float* out, std::size_t n, std::uint64_t seed, std::uint64_t stream,
+            std::uint64_t offset) const;
+  PerturbSource source() const { return source_; }
+  const std::vector<float>& pool() const { return pool_; }  // empty unless kPezoPool
+  std::size_t pool_offset(std::uint64_t seed, std::uint64_t stream) const;  // o, kPezoPool
+
+ private:
+  PerturbSource source_;
+  PerturbGaussianF32Fn perturb_ = nullptr;
+  FillGaussianF32Fn fill_ = nullptr;
+  std::vector<float> pool_;
+};
 
 }  // namespace zt::kernels

@@ -55,6 +55,7 @@ struct Fp32TrainerOptions {
   std::string estimator = "two_sided";
   int queries = 1;
   kernels::PerturbSource perturbation = kernels::PerturbSource::kGaussian;  // where z comes from
+  kernels::PoolOptions pool;  // kPezoPool
   // Lean plan: points per chunk, 0 = automatic; otherwise a multiple of
   // nn::BatchNorm::kStatRowBlock (32) or at least N.
   int chunk_points = 0;
@@ -116,7 +117,7 @@ class Fp32Trainer {
   PointStackStreamer stack_;
   BpOptimizer optimizer_;
   const float* input_ = nullptr;  // the batch of the last forward pass (layer 0's input)
-  kernels::PerturbGaussianF32Fn perturb_;
+  kernels::Perturber perturber_;
   std::unique_ptr<ZoEstimator> estimator_;
   class ZoStep;  // the ZoExecutor of one step (fp32_trainer.cpp)
 };
