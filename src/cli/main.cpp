@@ -1,6 +1,6 @@
 // The zotrain binary: CLI11 parsing, config merge, run, exit codes
-// (0 done, 1 internal failure, 2 bad input, 3 diverged, 130 / 143 interrupted by SIGINT / SIGTERM with a
-// checkpoint saved).
+// (0 done, 1 internal failure, 2 bad input or an output that cannot be written, 3 diverged,
+// 130 / 143 interrupted by SIGINT / SIGTERM with a checkpoint saved).
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -76,7 +76,9 @@ int main(int argc, char** argv) {
              "steps.jsonl (train.log_every), summary.json (results and the run's provenance),\n"
              "checkpoint.safetensors (weights), optimizer.safetensors (Adam state). Logs and progress\n"
              "go to stderr, results to stdout.\n"
-             "Exit codes: 0 ok, 1 internal error, 2 bad input (or train.memory_limit exceeded),\n"
+             "Exit codes: 0 ok, 1 internal error, 2 bad input (a config, flag, data file or\n"
+             "checkpoint; or train.memory_limit exceeded) or an output file that cannot be written\n"
+             "(a full disk, a read-only file system: the last checkpoint is kept),\n"
              "3 training diverged (a non-finite loss or gradient; the last checkpoint is kept),\n"
              "130 / 143 interrupted by Ctrl-C / SIGTERM (checkpoint saved).\n"
              "Example: zotrain --config configs/quickstart.json --set method.partition=3 --set optimizer.lr=0.002");
