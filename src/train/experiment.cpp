@@ -409,10 +409,11 @@ int run_experiment(const RunRequest& req) {
   RunFolder folder(req.output_dir, "runs/" + cfg.name, mode);
   folder.check();
   TensorFile resume_file;
+  std::string optimizer_read;
   if (req.resume) {
     resume_file = read_safetensors(folder.checkpoint_path());
     check_checkpoint(resume_file, folder.checkpoint_path(), cfg, C);  // before its optimizer file
-    read_optimizer_state(resume_file, folder.checkpoint_path());
+    optimizer_read = read_optimizer_state(resume_file, folder.checkpoint_path());
   }
   TensorFile init_file;
   if (!req.init_from.empty()) {
@@ -471,6 +472,7 @@ int run_experiment(const RunRequest& req) {
     return 0;
   }
   if (req.resume) {
+    finish_interrupted_save(folder.checkpoint_path(), optimizer_read);
     // Keep the records of finished epochs (and the epoch-0 evaluation) and of earlier steps.
     folder.truncate_records(
         "metrics.jsonl",

@@ -142,9 +142,9 @@ TensorFile read_checkpoint(const std::string& path) {
   return f;
 }
 
-void read_optimizer_state(TensorFile& f, const std::string& path) {
+std::string read_optimizer_state(TensorFile& f, const std::string& path) {
   const auto it = f.metadata.find("optimizer_file");
-  if (it == f.metadata.end()) return;
+  if (it == f.metadata.end()) return {};
   const std::string& step = checkpoint_meta(f, "global_step", path);
   std::string opt_path = optimizer_path(path);
   if (!std::filesystem::exists(opt_path) ||
@@ -161,6 +161,11 @@ void read_optimizer_state(TensorFile& f, const std::string& path) {
     throw Error(opt_path + ": optimizer state of step " + opt_step + ", but " + path +
                 " is of step " + step + " (the two files must come from the same checkpoint)");
   for (auto& [name, t] : opt.tensors) f.tensors[name] = std::move(t);
+  return opt_path;
+}
+
+void finish_interrupted_save(const std::string& path, const std::string& optimizer_read) {
+  if (optimizer_read.ends_with(kPendingSuffix)) rename_file(optimizer_read, optimizer_path(path));
 }
 
 void check_format(const TensorFile& f, const std::string& path) {

@@ -52,8 +52,13 @@ void save_checkpoint(const std::string& path, const Engine& engine,
 std::string checkpoint_of(const std::string& dir_or_file);
 // Reads a checkpoint with its optimizer file (if it names one) as one TensorFile.
 TensorFile read_checkpoint(const std::string& path);
-// Adds the optimizer state of checkpoint `f`, read from `path`, to it (when it names a file).
-void read_optimizer_state(TensorFile& f, const std::string& path);
+// Adds the optimizer state of checkpoint `f`, read from `path`, to it (when it names a file);
+// returns the file it was read from (empty: none).
+std::string read_optimizer_state(TensorFile& f, const std::string& path);
+// Before a resumed run saves again: when its optimizer state was read from
+// optimizer.safetensors.next (a save cut short after its commit), renames that into place, so the
+// next save's new .next does not replace the only copy of the checkpoint's optimizer state.
+void finish_interrupted_save(const std::string& path, const std::string& optimizer_read);
 // Refuses a checkpoint in another zotrain checkpoint format than this one's, naming both and the
 // zotrain version that wrote it; a file without a format (e.g. from PyTorch) passes.
 void check_format(const TensorFile& f, const std::string& path);

@@ -120,9 +120,36 @@ run_case() {  # run_case NAME KILLS CONFIG ARGS...
   total_aimed=$(( total_aimed + aimed )) total_rounds=$(( total_rounds + rounds ))
 }
 
+# The kills a checkpoint write must survive in sequence, aimed with strace -P (which matches a
+# rename by its source): after the second commit, before optimizer.safetensors.next is renamed
+# into place; then, resumed from that, just before the next commit; then to the end.
+commit_window() {
+  local dir="${out}/commit-window" d step
+  d="${dir}/run"
+  mkdir -p "${dir}"
+  { strace -f -qq -o /dev/null -P "${d}/optimizer.safetensors.next" -e trace=rename \
+      -e inject=rename:signal=SIGKILL:when=2 "${zotrain}" --config "${repo}/tests/fixtures/tiny.json" \
+      "${common[@]}" --output-dir "${d}" > /dev/null 2> "${dir}/1.log"; } 2> /dev/null &&
+    fail "commit window: the first run was not killed"
+  read -r step _ _ < <(inspect "${d}") || fail "commit window: unsound after the first kill"
+  [[ -f "${d}/optimizer.safetensors.next" && "${step}" -eq $(( 2 * interval )) ]] ||
+    fail "commit window: the first kill did not land between the commit and the rename"
+  { strace -f -qq -o /dev/null -P "${d}/checkpoint.safetensors.tmp" -e trace=rename \
+      -e inject=rename:signal=SIGKILL:when=1 "${zotrain}" --resume "${d}" --no-progress -q \
+      > /dev/null 2> "${dir}/2.log"; } 2> /dev/null && fail "commit window: the resumed run was not killed"
+  inspect "${d}" > /dev/null || fail "commit window: unsound after the second kill"
+  "${zotrain}" --resume "${d}" --no-progress -q > /dev/null 2> "${dir}/3.log" ||
+    fail "commit window: the last resume failed: $(tail -3 "${dir}/3.log")"
+  finished "${d}" "$1" "commit window"
+  echo "commit window: killed after a commit and again before the next one, resumed to the same weights"
+  total_kills=$(( total_kills + 2 )) total_aimed=$(( total_aimed + 2 )) total_resumes=$(( total_resumes + 2 ))
+  total_writing=$(( total_writing + 2 ))
+}
+
 (( have_strace )) || echo "kill-resume: strace not installed: every kill at a random moment"
 fp32_kills=$(( (kills_wanted + 1) / 2 ))
 run_case fp32 "${fp32_kills}" "${repo}/tests/fixtures/tiny.json" --set "data.root=${repo}/data/mnist-subset"
+(( have_strace )) && commit_window "$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["weights_digest"])' "${out}/fp32-reference/summary.json")"
 run_case int8 $(( kills_wanted - fp32_kills )) "${repo}/tests/fixtures/int8.json" \
   --set "data.root=${repo}/data/mnist-subset"
 echo "kill-resume: ${total_kills} kills survived (${total_aimed} aimed, ${total_writing} during a checkpoint write)," \
