@@ -30,9 +30,10 @@ done
 # python3-matplotlib: the figures of scripts/reproduce/. clang, libclang-rt-dev (the sanitizer
 # run-times, only recommended by clang), llvm (llvm-symbolizer, for the reports' stack traces) and
 # libomp-dev (LLVM's OpenMP, with the Archer tool): the sanitizer stages of scripts/test.sh.
+# strace: the kills tests/cli/kill_resume.sh aims at a checkpoint write.
 host_pkgs=(build-essential cmake ninja-build pkg-config libcli11-dev libspdlog-dev libfmt-dev
            nlohmann-json3-dev libgtest-dev zlib1g-dev libomp-dev libhdf5-dev dpkg-dev file jq
-           parallel python3-matplotlib clang libclang-rt-dev llvm)
+           parallel python3-matplotlib clang libclang-rt-dev llvm strace)
 # The target libraries are not here: they go into the sysroots (scripts/make-sysroot.sh).
 cross_pkgs=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user mmdebstrap)
 # The checkpoint round trip with PyTorch (tests/python/torch_interop.py; also bench/'s reference).

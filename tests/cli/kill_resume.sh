@@ -10,7 +10,8 @@
 # sound, its optimizer file is of the same step, no more than one interval of logged steps is
 # lost; at the end: the weights digest, every step and epoch logged once, no temporary file left.
 # A run that finishes before its kill is compared with the reference, and the next one starts
-# afresh, until KILLS kills have landed.
+# afresh, until KILLS kills have landed. With strace, two more kills in sequence hit the commit
+# window of a checkpoint write (commit_window below).
 # Usage: kill_resume.sh ZOTRAIN REPO OUTDIR [KILLS (default 50)] [SEED (default 1)]
 set -euo pipefail
 zotrain="$1" repo="$2" out="$3/kill-resume" kills_wanted="${4:-50}" seed="${5:-1}"
