@@ -165,9 +165,9 @@ class Fp32Trainer::ZoStep final : public ZoExecutor {
     }
   }
 
-  double estimate(int) override {
+  double estimate(int, int span) override {
     telemetry::ScopedPhase p(times_, telemetry::Phase::kLoss);
-    const double g = (loss_plus_ - loss_minus_) / (2.0 * t_.opt_.eps);
+    const double g = (loss_plus_ - loss_minus_) / (span * static_cast<double>(t_.opt_.eps));
     const double clip = t_.opt_.grad_clip;
     clipped_ = clipped_ || g > clip || g < -clip;
     loss_sum_ += 0.5 * (loss_plus_ + loss_minus_);
@@ -175,11 +175,11 @@ class Fp32Trainer::ZoStep final : public ZoExecutor {
     return std::clamp(g, -clip, clip);
   }
 
-  void update(std::span<const double> g) override {
+  void update(std::span<const double> g, int restore_k) override {
     telemetry::ScopedPhase p(times_, telemetry::Phase::kZoUpdate);
     const int q = static_cast<int>(g.size());
     for (int i = 0; i < q; ++i) {
-      const float restore = i == q - 1 ? t_.opt_.eps : 0.0f;
+      const float restore = i == q - 1 ? static_cast<float>(restore_k) * t_.opt_.eps : 0.0f;
       const double gi = g[static_cast<std::size_t>(i)] / q;  // exact for q = 1
       t_.perturber_.perturb(theta_, t_.zo_params_, seed_, seeds::fp32_perturbation_stream(i), 0,
                   restore - lr_ * static_cast<float>(gi));

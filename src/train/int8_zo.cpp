@@ -16,7 +16,7 @@ class Int8ZoStep final : public ZoExecutor {
 
   void perturb(int query, int k) override { t_.perturb(seed_, query, k, h_); }
   void probe(int, ProbeSide side) override { t_.probe(side == ProbeSide::kPlus); }
-  double estimate(int) override {
+  double estimate(int, int) override {  // a sign: the distance does not matter
     // All three are cheap ([batch, classes] work): the step uses sign_'s, the others are
     // computed to log how often the integer ones agree with the float one.
     const int gi = t_.integer_sign(labels_, false);
@@ -27,8 +27,10 @@ class Int8ZoStep final : public ZoExecutor {
     result_.g = sign_ == Int8Sign::kInteger ? gi : sign_ == Int8Sign::kIntegerEq12 ? ge : gf;
     return result_.g;
   }
-  void update(std::span<const double> g) override {
+  void update(std::span<const double> g, int restore) override {
     ZT_CHECK(g.size() == 1);
+    // The update kernel merges a restore of +1 · z; another restore is one more pass first.
+    if (restore != 1) t_.perturb(seed_, 0, restore - 1, h_);
     t_.zo_update(seed_, 0, static_cast<int>(g[0]), h_);
   }
   const Int8StepResult& result() const { return result_; }

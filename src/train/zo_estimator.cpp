@@ -8,6 +8,7 @@ namespace zt::train {
 
 // Each estimator's factory (src/train/estimators/<name>.cpp).
 std::unique_ptr<ZoEstimator> make_two_sided(int queries);
+std::unique_ptr<ZoEstimator> make_one_sided(int queries);
 
 const std::vector<EstimatorInfo>& estimators() {
   static const std::vector<EstimatorInfo> kEstimators = {
@@ -15,6 +16,10 @@ const std::vector<EstimatorInfo>& estimators() {
        "two-sided SPSA: L(theta + eps z) and L(theta - eps z) per query, g = their difference / "
        "(2 eps) (the paper's)",
        &make_two_sided},
+      {"one_sided",
+       "one-sided: L(theta + eps z) per query against one clean L(theta), g = their difference / "
+       "eps (Poor Man's Training's)",
+       &make_one_sided},
   };
   return kEstimators;
 }

@@ -26,14 +26,14 @@ class Recorder final : public ZoExecutor {
   void probe(int q, ProbeSide s) override {
     log.push_back("probe " + std::to_string(q) + (s == ProbeSide::kPlus ? " +" : " -"));
   }
-  double estimate(int q) override {
-    log.push_back("estimate " + std::to_string(q));
+  double estimate(int q, int span) override {
+    log.push_back("estimate " + std::to_string(q) + " " + std::to_string(span));
     return 10.0 * (q + 1);
   }
-  void update(std::span<const double> g) override {
+  void update(std::span<const double> g, int restore) override {
     std::string s = "update";
     for (double v : g) s += " " + std::to_string(static_cast<int>(v));
-    log.push_back(s);
+    log.push_back(s + " restore " + std::to_string(restore));
   }
   std::vector<std::string> log;
 };
@@ -44,7 +44,7 @@ TEST(ZoEstimator, TwoSidedOneQueryIsThePapersStep) {
   std::array<double, kMaxQueries> g{};
   e->step(r, g);
   EXPECT_EQ(r.log, (std::vector<std::string>{"perturb 0 1", "probe 0 +", "perturb 0 -2",
-                                             "probe 0 -", "estimate 0", "update 10"}));
+                                             "probe 0 -", "estimate 0 2", "update 10 restore 1"}));
   EXPECT_EQ(g[0], 10.0);
 }
 
@@ -55,10 +55,27 @@ TEST(ZoEstimator, TwoSidedRestoresEveryQueryButTheLast) {
   std::array<double, kMaxQueries> g{};
   e->step(r, g);
   const std::vector<std::string> want = {
-      "perturb 0 1", "probe 0 +", "perturb 0 -2", "probe 0 -", "estimate 0", "perturb 0 1",
-      "perturb 1 1", "probe 1 +", "perturb 1 -2", "probe 1 -", "estimate 1", "perturb 1 1",
-      "perturb 2 1", "probe 2 +", "perturb 2 -2", "probe 2 -", "estimate 2", "update 10 20 30"};
+      "perturb 0 1", "probe 0 +", "perturb 0 -2", "probe 0 -", "estimate 0 2", "perturb 0 1",
+      "perturb 1 1", "probe 1 +", "perturb 1 -2", "probe 1 -", "estimate 1 2", "perturb 1 1",
+      "perturb 2 1", "probe 2 +", "perturb 2 -2", "probe 2 -", "estimate 2 2",
+      "update 10 20 30 restore 1"};
   EXPECT_EQ(r.log, want);
+}
+
+// One-sided: the clean pass last for one query (a trainer's backprop reads the last − probe),
+// first and once for several.
+TEST(ZoEstimator, OneSidedProbesTheCleanLossOnce) {
+  Recorder r1;
+  std::array<double, kMaxQueries> g{};
+  make_estimator("one_sided", 1)->step(r1, g);
+  EXPECT_EQ(r1.log, (std::vector<std::string>{"perturb 0 1", "probe 0 +", "perturb 0 -1",
+                                              "probe 0 -", "estimate 0 1", "update 10 restore 0"}));
+  Recorder r3;
+  make_estimator("one_sided", 3)->step(r3, g);
+  EXPECT_EQ(r3.log, (std::vector<std::string>{
+                        "probe 0 -", "perturb 0 1", "probe 0 +", "estimate 0 1", "perturb 0 -1",
+                        "perturb 1 1", "probe 1 +", "estimate 1 1", "perturb 1 -1", "perturb 2 1",
+                        "probe 2 +", "estimate 2 1", "update 10 20 30 restore -1"}));
 }
 
 TEST(ZoEstimator, RegistryNamesTheChoices) {
@@ -100,9 +117,9 @@ class Quadratic final : public ZoExecutor {
     for (std::size_t j = 0; j < a.size(); ++j) theta[j] += k * kEps * z[q][j];
   }
   void probe(int, ProbeSide side) override { (side == ProbeSide::kPlus ? f_plus : f_minus) = f(); }
-  double estimate(int) override { return (f_plus - f_minus) / (2 * kEps); }
-  void update(std::span<const double> g) override {
-    perturb(static_cast<int>(g.size()) - 1, +1);
+  double estimate(int, int span) override { return (f_plus - f_minus) / (span * kEps); }
+  void update(std::span<const double> g, int restore) override {
+    perturb(static_cast<int>(g.size()) - 1, restore);
     ghat.assign(a.size(), 0.0);
     for (std::size_t i = 0; i < g.size(); ++i)
       for (std::size_t j = 0; j < a.size(); ++j) ghat[j] += g[i] * z[i][j] / g.size();
@@ -125,14 +142,18 @@ std::vector<double> signs(int d, unsigned pattern) {
 }
 
 // Over all 2^d Rademacher directions the estimate averages to the gradient exactly, and its
-// second moment is (d + q − 1)/q · ‖∇f‖² for q = 1 and q = 2 (all pairs of directions).
+// second moment is (d + q − 1)/q · ‖∇f‖² for q = 1 and q = 2 (all pairs of directions). The
+// one-sided difference adds the curvature term c = (ε/2) zᵀAz = (ε/2) tr A (the same for every
+// sign vector, A diagonal): still unbiased, second moment + d c²/q.
 TEST(ZoEstimator, RademacherEnumerationIsUnbiasedWithTheTheorysSecondMoment) {
   constexpr int d = 6;
   Quadratic quad(d);
   const std::vector<double> grad = quad.grad(), theta0 = quad.theta;
   std::array<double, kMaxQueries> g{};
+  for (const char* name : {"two_sided", "one_sided"})
   for (int q : {1, 2}) {
-    const auto est = make_estimator("two_sided", q);
+    SCOPED_TRACE(name);
+    const auto est = make_estimator(name, q);
     std::vector<double> mean(d, 0.0);
     double second = 0;
     const unsigned patterns = 1u << (d * q);
@@ -144,8 +165,12 @@ TEST(ZoEstimator, RademacherEnumerationIsUnbiasedWithTheTheorysSecondMoment) {
       second += norm2(quad.ghat) / patterns;
       for (int j = 0; j < d; ++j) ASSERT_NEAR(quad.theta[j], theta0[j], 1e-12) << "restored";
     }
+    double trace = 0;
+    for (double a : quad.a) trace += a;
+    const double c = std::string(name) == "one_sided" ? Quadratic::kEps / 2 * trace : 0.0;
     for (int j = 0; j < d; ++j) EXPECT_NEAR(mean[j], grad[j], 1e-7) << "q " << q << " j " << j;
-    EXPECT_NEAR(second, (d + q - 1.0) / q * norm2(grad), 1e-6 * norm2(grad)) << "q " << q;
+    EXPECT_NEAR(second, (d + q - 1.0) / q * norm2(grad) + d * c * c / q, 1e-6 * norm2(grad))
+        << "q " << q;
   }
 }
 

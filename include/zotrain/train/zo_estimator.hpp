@@ -4,11 +4,13 @@
 // The executor owns θ_{1..C}, the perturbation source and the forward passes:
 //   perturb(i, k)   θ_{1..C} += k · z_i, z_i regenerated from the step seed and query i
 //                   (FP32: ε-scaled Gaussian; int8: sparse uniform integers), k ∈ {+1, −1, −2, …}
-//   probe(i, side)  a forward pass at the current θ, keeping what estimate(i) needs
-//   estimate(i)     the projected gradient g_i of query i from its two probes (FP32: the clipped
-//                   finite difference; int8: the sign, float or integer-only)
-//   update(g)       the update θ_{1..C} −= η · (1/q) Σ_i g_i z_i; the restore of the last query
-//                   (+1 · z_{q−1}) is merged into it, as ElasticZO merges restore and update
+//   probe(i, side)  a forward pass at the current θ, keeping what estimate(i) needs; the backprop
+//                   part takes its activations from the last kMinus probe
+//   estimate(i, s)  the projected gradient g_i of query i from its last kPlus and kMinus probes,
+//                   taken s·ε apart (FP32: the clipped finite difference / (s·ε); int8: the
+//                   sign, float or integer-only)
+//   update(g, r)    the update θ_{1..C} −= η · (1/q) Σ_i g_i z_i, with r · z_{q−1} merged into it
+//                   (the restore of the last query, as ElasticZO merges restore and update)
 // The estimator decides which probes a step takes, in which order, and with how many queries q.
 // A new estimator is one file in src/train/estimators/ plus one line in the registry
 // (src/train/zo_estimator.cpp).
@@ -33,8 +35,8 @@ class ZoExecutor {
   virtual ~ZoExecutor() = default;
   virtual void perturb(int query, int k) = 0;
   virtual void probe(int query, ProbeSide side) = 0;
-  virtual double estimate(int query) = 0;
-  virtual void update(std::span<const double> g) = 0;  // g.size() = queries
+  virtual double estimate(int query, int span) = 0;
+  virtual void update(std::span<const double> g, int restore) = 0;  // g.size() = queries
 };
 
 class ZoEstimator {

@@ -19,10 +19,10 @@ class TwoSided final : public ZoEstimator {
       ex.probe(i, ProbeSide::kPlus);
       ex.perturb(i, -2);
       ex.probe(i, ProbeSide::kMinus);
-      g[static_cast<std::size_t>(i)] = ex.estimate(i);
+      g[static_cast<std::size_t>(i)] = ex.estimate(i, 2);
       if (i + 1 < queries_) ex.perturb(i, +1);
     }
-    ex.update(g.first(static_cast<std::size_t>(queries_)));
+    ex.update(g.first(static_cast<std::size_t>(queries_)), +1);
   }
 
  private:
