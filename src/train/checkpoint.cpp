@@ -157,15 +157,20 @@ TensorFile read_safetensors(const std::string& path) {
         throw Error("data_offsets [" + std::to_string(off[0]) + ", " + std::to_string(off[1]) +
                     ") reach past the " + std::to_string(data_size) +
                     " bytes of data (a truncated file, or a header that does not fit it)");
-      std::uint64_t numel = 1;
+      // The byte count in 64 bits: a shape whose product wraps around (e.g. [2^62, 4] F32 = 2^64
+      // bytes, 0 after wrapping) would otherwise match empty data_offsets.
+      std::uint64_t nbytes = dtype_size(t.dtype, path);
+      bool wraps = false;
       for (std::int64_t d : t.shape) {
         if (d < 0) throw Error("negative dimension");
-        numel *= static_cast<std::uint64_t>(d);
+        wraps = __builtin_mul_overflow(nbytes, static_cast<std::uint64_t>(d), &nbytes) || wraps;
       }
-      if (numel * dtype_size(t.dtype, path) != off[1] - off[0]) {
-        std::string shape;
-        for (std::int64_t d : t.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
-        throw Error(t.dtype + " [" + shape + "] is " + std::to_string(numel * dtype_size(t.dtype, path)) +
+      std::string shape;
+      for (std::int64_t d : t.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+      if (wraps)
+        throw Error(t.dtype + " [" + shape + "] is more than 2^64 bytes (shape overflows)");
+      if (nbytes != off[1] - off[0]) {
+        throw Error(t.dtype + " [" + shape + "] is " + std::to_string(nbytes) +
                     " bytes, but its data_offsets span " + std::to_string(off[1] - off[0]) +
                     " (shape or dtype does not match data_offsets)");
       }

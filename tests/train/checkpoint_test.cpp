@@ -132,6 +132,9 @@ TEST(Safetensors, RejectsLyingHeaders) {
                       "dtype-unknown.safetensors", "unsupported tensor dtype 'F64'");
   expect_rejected_for(forged(R"("a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]})", 8),
                       "negative.safetensors", "negative dimension");
+  // 2^62 · 4 elements · 4 bytes wraps to 0 in 64 bits, which empty data_offsets would match.
+  expect_rejected_for(forged(R"("a":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,0]})", 0),
+                      "shape-wraps.safetensors", "more than 2^64 bytes");
 }
 
 // A write that fails leaves the previous file whole and no temporary file, and names the file.
