@@ -5,6 +5,11 @@
 #   scripts/test.sh               host, aarch64 on cortex-a53, armhf on cortex-a7
 #   scripts/test.sh --host        host only
 #   scripts/test.sh --cpu-matrix  host, aarch64 on cortex-a53, -a72, -a76, armhf on cortex-a7, max
+#   scripts/test.sh --no-sanitize (with any of the above) leaves out the two sanitizer stages
+# After the host stage come two sanitizer stages (clang; docs/developer.md, "Sanitizers"):
+# `sanitize`, the host suite under AddressSanitizer + UndefinedBehaviorSanitizer (leak checks on,
+# any finding fails its test; the fuzz harnesses too), and `tsan`, the threaded kernels, trainers,
+# batch prefetch and the 2-thread digest runs under ThreadSanitizer with LLVM's Archer tool.
 # (qemu-arm 7.2 has no cortex-a53 model; `max` is an ARMv8 core in AArch32 state, which is how a
 # Cortex-A53 runs a 32-bit OS)
 # One build directory per architecture: another emulated CPU is a reconfigure (-DZT_QEMU_CPU),
@@ -19,13 +24,17 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${repo}"
 jobs="$(nproc)"
 mode=default
-case "${1:-}" in
-  "") ;;
-  --host) mode=host ;;
-  --cpu-matrix) mode=matrix ;;
-  -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
-  *) echo "test.sh: unknown argument '$1' (expected --host or --cpu-matrix)" >&2; exit 2 ;;
-esac
+sanitize=1
+for arg in "$@"; do
+  case "${arg}" in
+    --host) mode=host ;;
+    --cpu-matrix) mode=matrix ;;
+    --no-sanitize) sanitize=0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) echo "test.sh: unknown argument '${arg}' (expected --host, --cpu-matrix or --no-sanitize)" >&2
+       exit 2 ;;
+  esac
+done
 # Default CPU first: it is the one the build directory is left configured for.
 declare -A cpus=([aarch64]="cortex-a53" [armhf]="cortex-a7")
 if [[ "${mode}" == matrix ]]; then
@@ -61,6 +70,35 @@ echo "== host build =="
 cmake --preset host -DZT_WERROR=ON >/dev/null
 cmake --build --preset host -j "${jobs}"
 run_ctest host host || status=1
+
+if [[ "${sanitize}" -eq 1 ]]; then
+  # ASan + UBSan over the whole host suite except the tests below, which run unsanitized in the
+  # host stage above: the slowest whole-training tests, which would take the stage past its CI
+  # budget (the README commands and the sweep script, 2-3 min each in Release; PointNet
+  # stop-and-resume and the partition sweep, 1-1.5 min each; the int8 lean-tail and small-N
+  # lean-plan comparisons and the int8 one-epoch runs, 1-2 min each under ASan); the two peak-RSS
+  # tests (memory.*), which measure the process's resident memory and so ASan's shadow memory
+  # and quarantine, not zotrain's; and package.deb (packaging, not code).
+  echo "== sanitize build (clang, AddressSanitizer + UndefinedBehaviorSanitizer) =="
+  cmake --preset sanitize >/dev/null
+  cmake --build --preset sanitize -j "${jobs}"
+  san_skip='^(readme\.commands|scripts\.sweep|Methods/ResumeTest\.PointNet.*|Experiment\.PartitionAloneSweepsEveryC'
+  san_skip+='|Int8LeanTail\.SameWeightsAsWholeBatch(Forward|Backward)|LeanPlan\.SameWeightsAsWholeBatchPlanSmallN'
+  san_skip+='|EndToEnd\.Int8(FullBp|ElasticZoCls1)OneEpoch|memory\..*|package\.deb)$'
+  run_ctest sanitize sanitize -E "${san_skip}" || status=1
+  # TSan (slow: 5-15x) on the threaded code only: each OpenMP kernel family's thread-count test
+  # (1-3 threads) on the portable path, the requantisation, int8 element-wise and batch-norm
+  # code, the trainers' thread-count determinism and ZO-step tests, and the digest runs (2
+  # threads, batch prefetch on its own thread, LeNet-5 and PointNet, every method).
+  echo "== tsan build (clang, ThreadSanitizer + Archer) =="
+  cmake --preset tsan >/dev/null
+  cmake --build --preset tsan -j "${jobs}"
+  tsan_tests='/[A-Za-z0-9]+\.(BitIdenticalForAnyThreadCount|ThreadCountIndependent|ThreadCountDoesNotChangeBits)/portable'
+  tsan_tests+='|/[A-Za-z0-9]+\.BitExactAgainstReferenceWithGuardsAndThreads/portable|^QuantS8/.*/portable'
+  tsan_tests+='|^ElementwiseS8/.*/portable|^QuantMaxAbs\.|^BatchNormLayer\.|^Determinism\.|Int8Determinism\.'
+  tsan_tests+='|^Int8Trainer\.|^ZoStep\.|EveryMethod\.|^Spsa\.|^EstimatorQueries\.|^digest\.'
+  run_ctest tsan tsan -R "${tsan_tests}" || status=1
+fi
 
 if [[ "${mode}" != host ]]; then
   for arch in aarch64 armhf; do
