@@ -108,6 +108,74 @@ H5T_class_t dataset_class(const h5::Id& ds, const std::string& path, const char*
   return H5Tget_class(type.get());
 }
 
+// Deflate, the usual HDF5 filter, compresses at most about 1032:1; a filtered dataset claiming
+// more values than that per stored byte cannot hold them.
+constexpr std::uint64_t kMaxCompression = 1100;
+
+// Checks that the values of dataset `name` ([elements] of its stored type) are stored in the file
+// itself, before anything is allocated for them: HDF5 returns the fill value for storage never
+// written, so a 2 KB file could otherwise claim [300000, 1000, 3] and make the loader allocate
+// and read 3.6 GB. Refused: virtual datasets and external storage (values in other files), values
+// never written, and fewer stored bytes than the shape needs (uncompressed) or than any
+// compression could expand to it, or more than the file holds.
+void check_stored(const h5::Id& ds, const std::string& path, const char* name,
+                  const std::vector<hsize_t>& dims) {
+  std::uint64_t elements = 1;
+  for (hsize_t n : dims) elements *= n;  // validated by inspect(): no overflow
+  const std::string what = std::string("'") + name + "'";
+  h5::Id dcpl(H5Dget_create_plist(ds.get()), H5Pclose);
+  h5::Id type(H5Dget_type(ds.get()), H5Tclose);
+  if (!dcpl || !type) fail(path, with_detail("cannot read the storage of " + what));
+  if (H5Pget_layout(dcpl.get()) == H5D_VIRTUAL || H5Pget_external_count(dcpl.get()) != 0) {
+    fail(path, what + " keeps its values in other files (virtual or external storage), expected "
+                      "them stored in this file");
+  }
+  // Every value written: each chunk of a chunked dataset exists (HDF5's space status compares
+  // stored bytes with the shape's, which compression defeats), other layouts are allocated.
+  bool written = false;
+  if (H5Pget_layout(dcpl.get()) == H5D_CHUNKED) {
+    std::vector<hsize_t> chunk(dims.size());
+    hsize_t want = 1, have = 0;
+    const h5::Id space(H5Dget_space(ds.get()), H5Sclose);
+    if (!space ||
+        H5Pget_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()) !=
+            static_cast<int>(dims.size()) ||
+        H5Dget_num_chunks(ds.get(), space.get(), &have) < 0) {
+      fail(path, with_detail("cannot read the chunks of " + what));
+    }
+    for (std::size_t i = 0; i < dims.size(); ++i) {
+      if (chunk[i] == 0) fail(path, what + " has a chunk dimension of 0");
+      want *= (dims[i] + chunk[i] - 1) / chunk[i];
+    }
+    written = have == want;
+  } else {
+    H5D_space_status_t status{};
+    if (H5Dget_space_status(ds.get(), &status) < 0) {
+      fail(path, with_detail("cannot read the storage of " + what));
+    }
+    written = status == H5D_SPACE_STATUS_ALLOCATED;
+  }
+  if (!written) {
+    fail(path, what + " has values that were never written (HDF5 would return its fill value), "
+                      "expected every value stored in the file");
+  }
+  std::uint64_t raw = 0;
+  const std::size_t type_size = H5Tget_size(type.get());
+  if (type_size == 0 || __builtin_mul_overflow(elements, std::uint64_t{type_size}, &raw)) {
+    fail(path, with_detail("cannot read the type size of " + what));
+  }
+  const std::uint64_t stored = H5Dget_storage_size(ds.get());
+  std::error_code ec;
+  const std::uint64_t file_size = std::filesystem::file_size(path, ec);
+  const bool filtered = H5Pget_nfilters(dcpl.get()) > 0;
+  if ((filtered ? raw / kMaxCompression > stored : stored < raw) || (!ec && stored > file_size)) {
+    fail(path, what + " needs " + std::to_string(raw) + " bytes for its shape but " +
+                   std::to_string(stored) + " bytes are stored" +
+                   (filtered ? " (compressed)" : "") + " in the file of " +
+                   std::to_string(file_size) + " bytes (a corrupt header or a truncated file)");
+  }
+}
+
 // One file's validated metadata.
 struct FileInfo {
   std::string path;
@@ -148,6 +216,8 @@ FileInfo inspect(const std::string& path) {
     fail(path, "'data' holds " + std::to_string(d[0]) + " shapes but 'label' holds " +
                    std::to_string(l[0]) + " labels, expected the same count");
   }
+  check_stored(data, path, "data", d);
+  check_stored(label, path, "label", l);
   return {path, static_cast<int>(d[0]), static_cast<int>(d[1])};
 }
 

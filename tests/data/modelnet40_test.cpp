@@ -261,6 +261,44 @@ TEST(ModelNet40Test, DifferentPointCounts) {
                {r.path("ply_data_test0.h5"), "16 points but the training files' have 8"});
 }
 
+// tests/fuzz/regressions/modelnet40: a 1.7 KB file whose chunked 'data' [300000, 1000, 3] and
+// 'label' were never written. HDF5 reads fill values for them, so the loader used to allocate
+// 3.6 GB (the fuzz harness ran out of memory); now it is refused before anything is allocated.
+TEST(ModelNet40Test, ValuesNeverWrittenAreRefusedBeforeAllocating) {
+  Root r;
+  const std::string p = r.path("ply_data_train0.h5");
+  std::filesystem::copy_file(
+      std::string(ZT_SOURCE_DIR) + "/tests/fuzz/regressions/modelnet40/unwritten-chunks-300000x1000", p);
+  expect_error([&] { r.load(); }, {p, "'data' has values that were never written"});
+  // The same written only in part: one chunk of two.
+  {
+    const hid_t file = H5Fcreate(p.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    const hsize_t dims[3] = {2, 4, 3}, chunk[3] = {1, 4, 3}, ldims[1] = {2};
+    const hsize_t start[3] = {0, 0, 0};
+    const hid_t space = H5Screate_simple(3, dims, nullptr);
+    const hid_t lspace = H5Screate_simple(1, ldims, nullptr);
+    const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 3, chunk);
+    const hid_t ds = H5Dcreate2(file, "data", H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    const hid_t ls = H5Dcreate2(file, "label", H5T_STD_U8LE, lspace, H5P_DEFAULT, H5P_DEFAULT,
+                                H5P_DEFAULT);
+    const float one[12] = {};
+    const std::uint8_t labels[2] = {1, 2};
+    const hid_t mspace = H5Screate_simple(3, chunk, nullptr);
+    H5Sselect_hyperslab(space, H5S_SELECT_SET, start, nullptr, chunk, nullptr);
+    EXPECT_GE(H5Dwrite(ds, H5T_NATIVE_FLOAT, mspace, space, H5P_DEFAULT, one), 0);
+    EXPECT_GE(H5Dwrite(ls, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels), 0);
+    H5Sclose(mspace);
+    H5Dclose(ls);
+    H5Dclose(ds);
+    H5Pclose(dcpl);
+    H5Sclose(lspace);
+    H5Sclose(space);
+    H5Fclose(file);
+  }
+  expect_error([&] { r.load(); }, {p, "'data' has values that were never written"});
+}
+
 TEST(ModelNet40Test, ScalarDataset) {
   Root r;
   const std::string p = r.path("ply_data_train0.h5");
