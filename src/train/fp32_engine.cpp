@@ -156,7 +156,11 @@ class Fp32Engine final : public Engine {
       float* dst = std::strcmp(key, "optimizer.adam.m") == 0 ? trainer_->adam_m() : trainer_->adam_v();
       std::memcpy(dst, t.bytes.data(), t.bytes.size());
     }
-    trainer_->set_adam_t(std::stoll(checkpoint_meta(f, "adam_t", path)));
+    const std::string& adam_t = checkpoint_meta(f, "adam_t", path);
+    if (adam_t.empty() || adam_t.size() > 18 ||
+        adam_t.find_first_not_of("0123456789") != std::string::npos)
+      throw Error(path + ": checkpoint metadata 'adam_t' is '" + adam_t + "', not a count");
+    trainer_->set_adam_t(std::stoll(adam_t));
   }
 
   void init_from(const TensorFile& f, const std::string& path) override {

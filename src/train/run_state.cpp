@@ -204,9 +204,20 @@ RunState restore_run_state(const TensorFile& f, const std::string& path) {
   r.epoch = count("epoch");
   r.step_in_epoch = count("step_in_epoch");
   r.global_step = count("global_step");
-  r.train_seconds = json::parse(checkpoint_meta(f, "train_seconds", path)).get<double>();
-  r.total_times = phases_from_json(json::parse(checkpoint_meta(f, "total_phases", path)));
-  r.acc = EpochAcc::from_json(json::parse(checkpoint_meta(f, "epoch_acc", path)));
+  // The JSON-valued keys: text that is not JSON, or JSON of another shape, is refused naming the
+  // key like the counts (not let out as a JSON library exception).
+  const auto parsed = [&](const char* key, auto convert) {
+    const std::string& v = checkpoint_meta(f, key, path);
+    try {
+      return convert(json::parse(v));
+    } catch (const json::exception& e) {
+      throw Error(path + ": checkpoint metadata '" + key + "' is not what zotrain writes there (" +
+                  e.what() + ")");
+    }
+  };
+  r.train_seconds = parsed("train_seconds", [](const json& j) { return j.get<double>(); });
+  r.total_times = parsed("total_phases", [](const json& j) { return phases_from_json(j); });
+  r.acc = parsed("epoch_acc", [](const json& j) { return EpochAcc::from_json(j); });
   return r;
 }
 

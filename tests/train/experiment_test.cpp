@@ -271,6 +271,35 @@ TEST(Experiment, RefusesToOverwriteAnotherRun) {
   EXPECT_EQ(kept, "{}");
 }
 
+// Run-state metadata that is not what zotrain writes is refused naming the file and the key, not
+// let out as another exception (tests/fuzz/regressions/checkpoint: fuzz_checkpoint found
+// epoch_acc JSON ending the process with "internal error").
+TEST(Experiment, ResumeRefusesMalformedRunStateMetadata) {
+  const auto src = fresh_dir("bad-meta-source");
+  ASSERT_EQ(run_experiment(tiny(src.string(), {"train.max_steps=2", "optimizer.name=adam"})), 0);
+  const std::map<std::string, std::string> bad = {{"epoch_acc", R"({"loss_sum"; 1})"},
+                                                   {"total_phases", "[1, 2"},
+                                                   {"train_seconds", R"("soon")"},
+                                                   {"adam_t", "-1"}};
+  for (const auto& [key, value] : bad) {
+    SCOPED_TRACE(key);
+    const auto d = fresh_dir("bad-meta-" + key);
+    fs::copy(src, d);
+    const std::string ckpt = (d / "checkpoint.safetensors").string();
+    TensorFile f = read_safetensors(ckpt);
+    ASSERT_TRUE(f.metadata.count(key));
+    f.metadata[key] = value;
+    write_safetensors(ckpt, f);
+    try {
+      run_experiment(resume_without_limit(d));
+      FAIL() << "resumed with " << key << " = " << value;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(ckpt), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("'" + key + "'"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Experiment, ResumeRejectsAMissingCheckpoint) {
   const auto d = fresh_dir("no-ckpt");
   RunRequest r = tiny(d.string());
