@@ -81,9 +81,10 @@ for reader in "${readers[@]}"; do
   rc=0
   "${harness}" "${args[@]}" "${work}" >"${log}" 2>&1 || rc=$?
   found="$(( $(find "${findings}" -type f | wc -l) - found_before ))"
-  execs="$(grep -oE 'stat::number_of_executed_units: [0-9]+' "${log}" | awk '{s += $2} END {print s + 0}')"
+  execs="$({ grep -oE 'stat::number_of_executed_units: [0-9]+' "${log}" || true; } |
+           awk '{s += $2} END {print s + 0}')"
   if [[ "${execs}" == 0 ]]; then  # -fork prints no final stats: the last status line's count
-    execs="$(grep -oE '^#[0-9]+' "${log}" | tail -n 1 | tr -d '#' || true)"
+    execs="$({ grep -oE '^#[0-9]+' "${log}" || true; } | tail -n 1 | tr -d '#')"
   fi
   rate="$(( ${execs:-0} / (seconds > 0 ? seconds : 1) ))"
   after="$(find "${work}" -type f | wc -l)"
