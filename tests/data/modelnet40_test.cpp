@@ -299,6 +299,17 @@ TEST(ModelNet40Test, ValuesNeverWrittenAreRefusedBeforeAllocating) {
   expect_error([&] { r.load(); }, {p, "'data' has values that were never written"});
 }
 
+// tests/fuzz/regressions/modelnet40: a file whose root symbol-table entry points at bytes that
+// are not a local heap. libhdf5 1.10 reads it unchecked and H5Lexists crashes (SIGSEGV in
+// H5F__accum_read); the loader checks the root group's B-tree and heap first.
+TEST(ModelNet40Test, CorruptRootSymbolTableIsRefusedBeforeHdf5ReadsIt) {
+  Root r;
+  const std::string p = r.path("ply_data_train0.h5");
+  std::filesystem::copy_file(
+      std::string(ZT_SOURCE_DIR) + "/tests/fuzz/regressions/modelnet40/root-heap-not-a-heap-segv", p);
+  expect_error([&] { r.load(); }, {p, "corrupt HDF5 file", "root group's symbol table"});
+}
+
 TEST(ModelNet40Test, ScalarDataset) {
   Root r;
   const std::string p = r.path("ply_data_train0.h5");

@@ -16,6 +16,16 @@
 #include "zotrain/core/error.hpp"
 #include "zotrain/data/modelnet40.hpp"
 
+// libhdf5 1.10.8 leaks the metadata it had read when it gives up on a corrupt object header
+// (H5O_protect inside H5Dopen2), and asks for absurd sizes when it trusts a corrupt length: those
+// are HDF5's, not zotrain's, and a normal build gets a null pointer and an HDF5 error, which the
+// loader turns into a zt::Error. So leaks allocated inside libhdf5 are not reported, and malloc
+// returns null as it does outside ASan. The price: an HDF5 identifier zotrain forgot to close is
+// memory allocated inside libhdf5 too, so this harness cannot see that kind of leak (h5::Id
+// closes every identifier the loader owns).
+extern "C" const char* __lsan_default_suppressions() { return "leak:libhdf5\n"; }
+extern "C" const char* __asan_default_options() { return "allocator_may_return_null=1"; }
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::vector<std::string> files = {zt::fuzz::write_input("ply_data_train0.h5", data, size)};
   zt::data::PointCloudSet whole;
