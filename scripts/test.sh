@@ -93,14 +93,20 @@ if [[ "${sanitize}" -eq 1 ]]; then
   # TSan (slow: 5-15x) on the threaded code only: each OpenMP kernel family's thread-count test
   # (1-3 threads) on the portable path, the requantisation, int8 element-wise and batch-norm
   # code, the trainers' thread-count determinism and ZO-step tests, and the digest runs (2
-  # threads, batch prefetch on its own thread, LeNet-5 and PointNet, every method).
+  # threads, batch prefetch on its own thread, LeNet-5 and PointNet, every method; under clang
+  # only the int8 ones run, the FP32 ones report skipped), cli.two_step_run (FP32, every core),
+  # PointNet's FP32 steps and 2-thread lean plan (batch-norm and point-stack loops), three
+  # experiment runs (prefetch thread, evaluation) and an int8 stop-and-resume.
   echo "== tsan build (clang, ThreadSanitizer + Archer) =="
   cmake --preset tsan >/dev/null
   cmake --build --preset tsan -j "${jobs}"
   tsan_tests='/[A-Za-z0-9]+\.(BitIdenticalForAnyThreadCount|ThreadCountIndependent|ThreadCountDoesNotChangeBits)/portable'
   tsan_tests+='|/[A-Za-z0-9]+\.BitExactAgainstReferenceWithGuardsAndThreads/portable|^QuantS8/.*/portable'
   tsan_tests+='|^ElementwiseS8/.*/portable|^QuantMaxAbs\.|^BatchNormLayer\.|^Determinism\.|Int8Determinism\.'
-  tsan_tests+='|^Int8Trainer\.|^ZoStep\.|EveryMethod\.|^Spsa\.|^EstimatorQueries\.|^digest\.'
+  tsan_tests+='|^Int8Trainer\.|^ZoStep\.|EveryMethod\.|^Spsa\.|^EstimatorQueries\.|^digest\.|^cli\.two_step_run$'
+  tsan_tests+='|^PointNet\.Fp32TrainerStepsForEveryPartition$|^LeanPlan\.SameWeightsAsWholeBatchPlanAtN1024$'
+  tsan_tests+='|^Experiment\.(StepRecordsAndStartEvaluation|RunFolderIsSelfDescribing|ValidationSplitIsTheHeldOutTail)$'
+  tsan_tests+='|^Methods/ResumeTest\.Int8StopAndResumeGivesTheSameWeights/"full_zo"$'
   run_ctest tsan tsan -R "${tsan_tests}" || status=1
 fi
 
