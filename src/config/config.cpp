@@ -653,6 +653,11 @@ Json parse_document(const std::string& text, const std::string& origin) {
     if (const auto p = detail.find(": "); p != std::string::npos) detail = detail.substr(p + 2);
     throw Error(origin + ": malformed JSON at line " + std::to_string(line) + ", column " +
                 std::to_string(col) + " (byte " + std::to_string(e.byte) + "): " + detail);
+  } catch (const Json::out_of_range& e) {
+    // A number beyond a double (1e999): nlohmann reports it without a position.
+    std::string detail = e.what();
+    if (const auto p = detail.find("] "); p != std::string::npos) detail = detail.substr(p + 2);
+    throw Error(origin + ": malformed JSON: " + detail + " (beyond the range of a double)");
   }
 }
 

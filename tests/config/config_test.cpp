@@ -223,6 +223,10 @@ TEST(ConfigTest, MalformedJsonGivesPosition) {
                {"config.json: malformed JSON at line 3, column"});
   expect_error([] { parse(""); }, {"config.json: malformed JSON at line 1"});
   expect_error([] { parse("{\"a\": 1"); }, {"config.json", "malformed JSON"});
+  // A number beyond a double is nlohmann's out_of_range, not a parse_error
+  // (tests/fuzz/regressions/config).
+  expect_error([] { parse("{\"seed\": 1e999}"); },
+               {"config.json: malformed JSON", "number overflow parsing '1e999'"});
 }
 
 TEST(ConfigTest, Overrides) {
