@@ -38,6 +38,7 @@ class Int8Engine final : public Engine {
     estimator_ = make_estimator(cfg.zo.estimator, static_cast<int>(cfg.zo.queries));
     sign_ = cfg.int8.sign;
     b_bp_ = config::resolve_b_bp(cfg);
+    p_zero_ = config::resolve_p_zero(cfg);
     const std::size_t in = net_->input_shape().numel() * static_cast<std::size_t>(batch);
     points_ = config::dataset(cfg.data.dataset).input == config::InputKind::kPoints;
     check_fits_in_memory(trainer_->planned_bytes() + in * ((points_ ? sizeof(float) : 1) + 1),
@@ -86,10 +87,11 @@ class Int8Engine final : public Engine {
   void write_effective(config::ExperimentConfig& cfg) const override {
     cfg.train.batch_size = batch_;
     cfg.int8.b_bp = b_bp_;
+    cfg.int8.p_zero = p_zero_;
   }
 
   json begin_epoch(std::int64_t epoch) override {
-    const double p_zero = cfg_.int8.p_zero.at(epoch);
+    const double p_zero = p_zero_.at(epoch);
     h_.r_max = static_cast<int>(cfg_.int8.r_max);
     h_.b_zo = static_cast<int>(cfg_.int8.b_zo.at(epoch));
     h_.b_bp = static_cast<int>(b_bp_.at(epoch));
@@ -218,7 +220,7 @@ class Int8Engine final : public Engine {
   std::unique_ptr<Int8Trainer> trainer_;
   std::unique_ptr<ZoEstimator> estimator_;
   Int8Sign sign_ = Int8Sign::kFloat;
-  config::Schedule b_bp_;
+  config::Schedule b_bp_, p_zero_;
   Int8Hyper h_;
   bool points_ = false;
   std::vector<std::uint8_t> pixels_, labels_;

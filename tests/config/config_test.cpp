@@ -408,7 +408,11 @@ TEST(ConfigInt8Test, Defaults) {
   EXPECT_EQ(resolve_b_bp(parse("{" + pn + R"(, "int8": {"b_bp": 4}})")).points, (Points{{0, 4}}));
   EXPECT_TRUE(parse(R"({"int8": {"b_bp": "auto"}})", {"int8.b_bp=6", "int8.b_bp=auto"})
                   .int8.b_bp.points.empty());
-  EXPECT_EQ(c.int8.p_zero.points, (Points{{0, 0.33}, {20, 0.5}, {50, 0.9}}));
+  EXPECT_TRUE(c.int8.p_zero.points.empty());  // auto
+  EXPECT_EQ(resolve_p_zero(c).points, (Points{{0, 0.33}, {20, 0.5}, {50, 0.9}}));  // the paper's
+  EXPECT_EQ(resolve_p_zero(parse("{" + pn + "}")).points, (Points{{0, 0.97}}));
+  EXPECT_EQ(resolve_p_zero(parse("{" + pn + R"(, "int8": {"p_zero": 0.5}})")).points,
+            (Points{{0, 0.5}}));
   const std::int64_t epochs[] = {0, 19, 20, 49, 50, 100};
   const double b_bp[] = {5, 5, 4, 4, 3, 3};
   const double p_zero[] = {0.33, 0.33, 0.5, 0.5, 0.9, 0.9};
@@ -416,7 +420,7 @@ TEST(ConfigInt8Test, Defaults) {
     SCOPED_TRACE(epochs[i]);
     EXPECT_EQ(c.int8.b_zo.at(epochs[i]), 1.0);
     EXPECT_EQ(resolve_b_bp(c).at(epochs[i]), b_bp[i]);
-    EXPECT_EQ(c.int8.p_zero.at(epochs[i]), p_zero[i]);
+    EXPECT_EQ(resolve_p_zero(c).at(epochs[i]), p_zero[i]);
   }
   // The parsed defaults are the struct's defaults.
   const Int8Config d;

@@ -84,7 +84,8 @@ struct Int8Config {
   Schedule b_zo{{{0, 1.0}}};           // bits of the int8 ZO update
   Schedule b_bp;                       // bits of the NITI BP update (the lr); empty = auto
                                        // (resolve_b_bp(): per architecture)
-  Schedule p_zero{{{0, 0.33}, {20, 0.5}, {50, 0.9}}};     // sparsity of the perturbation
+  Schedule p_zero;                     // sparsity of the perturbation; empty = auto
+                                       // (resolve_p_zero(): per architecture)
   Int8Sign sign = Int8Sign::kFloat;   // float (INT8) | integer (INT8*, fixed point) | integer_eq12
   bool batchnorm = true;               // PointNet: integer BatchNorm (docs/design.md §5.8)
 };
@@ -152,6 +153,9 @@ int resolve_partition(const MethodConfig& m, int num_layers);
 // int8.b_bp, "auto" resolved: LeNet-5 5 / 4 from epoch 20 / 3 from 50 (NITI's), PointNet
 // 3 / 2 / 1 at the same epochs (docs/design.md §5.5).
 Schedule resolve_b_bp(const ExperimentConfig& cfg);
+// int8.p_zero, "auto" resolved: LeNet-5 0.33 / 0.5 from epoch 20 / 0.9 from 50 (the paper's);
+// PointNet 0.97 throughout (chosen on a validation split: docs/results/tuning/int8-pointnet-p-zero.md).
+Schedule resolve_p_zero(const ExperimentConfig& cfg);
 // The method a run with partition C of L layers is: Full BP at C = 0, Full ZO at C = L,
 // ElasticZO between.
 Method effective_method(int partition, int num_layers);
