@@ -74,7 +74,8 @@ run_ctest host host || status=1
 if [[ "${sanitize}" -eq 1 ]]; then
   # ASan + UBSan over the whole host suite except the tests below, which run unsanitized in the
   # host stage above: the slowest whole-training tests, which would take the stage past its CI
-  # budget (the README commands and the sweep script, 2-3 min each in Release; PointNet
+  # budget (the README commands and the sweep script, 2-3 min each in Release, and the
+  # reproduce scripts' smoke run, over 10 min under ASan on a loaded 2-core machine; PointNet
   # stop-and-resume and the partition sweep, 1-1.5 min each; the int8 lean-tail and small-N
   # lean-plan comparisons and the int8 one-epoch runs, 1-2 min each under ASan); the two peak-RSS
   # tests (memory.*), which measure the process's resident memory and so ASan's shadow memory
@@ -85,7 +86,7 @@ if [[ "${sanitize}" -eq 1 ]]; then
   echo "== sanitize build (clang, AddressSanitizer + UndefinedBehaviorSanitizer) =="
   cmake --preset sanitize >/dev/null
   cmake --build --preset sanitize -j "${jobs}"
-  san_skip='^(readme\.commands|scripts\.sweep|Methods/ResumeTest\.PointNet.*|Experiment\.PartitionAloneSweepsEveryC'
+  san_skip='^(readme\.commands|scripts\.sweep|scripts\.reproduce_smoke|Methods/ResumeTest\.PointNet.*|Experiment\.PartitionAloneSweepsEveryC'
   san_skip+='|Int8LeanTail\.SameWeightsAsWholeBatch(Forward|Backward)|LeanPlan\.SameWeightsAsWholeBatchPlanSmallN'
   san_skip+='|EndToEnd\.Int8(FullBp|ElasticZoCls1)OneEpoch|memory\..*|package\.deb'
   san_skip+='|LeanPlan\.SameWeightsWhenBackpropReachesTheStack)$'
