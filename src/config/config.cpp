@@ -671,6 +671,13 @@ void apply_override(ExperimentConfig& cfg, const std::string& ov) {
   }
   const std::string key = ov.substr(0, eq), text = ov.substr(eq + 1);
   if (key.empty()) throw Error("--set " + ov + ": empty key, expected dotted.key=value");
+  // A config file's strings are checked by the JSON parser; --set text is taken as it is, and
+  // text that is not UTF-8 could not be written to config.json (nor shown in an error).
+  try {
+    (void)Json(text).dump();
+  } catch (const Json::type_error&) {
+    throw Error("--set " + key + ": the value is not valid UTF-8 text");
+  }
   Json v = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (v.is_discarded()) v = text;
   Applier(cfg, "--set").apply(key, v, &text);

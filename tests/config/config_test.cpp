@@ -227,6 +227,10 @@ TEST(ConfigTest, MalformedJsonGivesPosition) {
   // (tests/fuzz/regressions/config).
   expect_error([] { parse("{\"seed\": 1e999}"); },
                {"config.json: malformed JSON", "number overflow parsing '1e999'"});
+  // --set text that is not UTF-8 (a config file's is refused by the JSON parser) could be
+  // neither shown in an error nor written to config.json (tests/fuzz/regressions/config).
+  expect_error([] { parse("{}", {"name=run\x91"}); }, {"--set name", "not valid UTF-8"});
+  expect_error([] { parse("{}", {"zo={\"eps\":0.\x91}"}); }, {"--set zo", "not valid UTF-8"});
 }
 
 TEST(ConfigTest, Overrides) {
