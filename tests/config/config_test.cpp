@@ -501,7 +501,7 @@ TEST(ConfigInt8Test, DumpWritesConstantsAsNumbers) {
   EXPECT_NE(dump.find("\"sign\": \"float\""), std::string::npos) << dump;
   const std::string def = to_json_text(ExperimentConfig{});
   EXPECT_NE(def.find("\"b_bp\": \"auto\","), std::string::npos) << def;
-  EXPECT_NE(def.find("\"0\": 0.33,"), std::string::npos) << def;
+  EXPECT_NE(def.find("\"p_zero\": \"auto\","), std::string::npos) << def;
   EXPECT_NE(def.find("\"batch_size\": \"auto\","), std::string::npos) << def;
 }
 
@@ -627,8 +627,8 @@ TEST(ConfigInt8Test, KeysHelp) {
                       "default \"auto\"): "),
             std::string::npos)
       << help;
-  EXPECT_NE(help.find("  int8.p_zero (number in [0, 1) or {\"epoch\": value} schedule, default "
-                      "{\"0\":0.33,\"20\":0.5,\"50\":0.9}): "),
+  EXPECT_NE(help.find("  int8.p_zero (number in [0, 1) or {\"epoch\": value} schedule or auto, "
+                      "default \"auto\"): "),
             std::string::npos)
       << help;
   EXPECT_NE(help.find("  int8.b_zo (integer in [1, 7] or {\"epoch\": value} schedule, default 1)"),
