@@ -43,10 +43,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     (void)zt::config::resolve_batch_size(cfg);
     const zt::config::Schedule b_bp = zt::config::resolve_b_bp(cfg);
+    const zt::config::Schedule p_zero = zt::config::resolve_p_zero(cfg);
     for (std::int64_t epoch : {0, 1, 19, 20, 1000}) {
       (void)b_bp.at(epoch);
       (void)cfg.int8.b_zo.at(epoch);
-      (void)cfg.int8.p_zero.at(epoch);
+      (void)p_zero.at(epoch);
     }
     for (int layers : {1, 5, 12}) {
       const int c = zt::config::resolve_partition(cfg.method, layers);
