@@ -44,6 +44,12 @@ std::string methods_help() {
   s += "\nEstimators (zo.estimator) of the ZO part; zo.queries = q directions per step:\n";
   for (const auto& e : zt::train::estimators())
     s += std::string("  ") + e.name + "\n      " + e.summary + "\n";
+  s += "\nPresets (zo.preset) of the zo.* keys; keys given explicitly override them (FP32):\n";
+  for (const auto& p : zt::config::zo_presets()) {
+    s += std::string("  ") + std::string(p.name) + "\n      " + std::string(p.summary) + "\n     ";
+    for (const auto& [key, value] : p.values) s += " " + std::string(key) + "=" + std::string(value);
+    s += "\n";
+  }
   return s;
 }
 

@@ -179,15 +179,22 @@ const std::vector<Key>& schema() {
        "ZO estimator (the Estimators list of --help); two_sided is the paper's"},
       {"zo.queries", Type::kInt, ZT_FIELD(zo.queries), closed(1, kMaxZoQueries), {},
        "directions probed per ZO step (q); the update averages their estimates; int8: 1"},
+      {"zo.preset", Type::kString, ZT_FIELD(zo.preset), {}, {},
+       "named zo.* settings (the Presets list of --help); keys given explicitly override it"},
       {"zo.perturbation", Type::kString, ZT_FIELD(zo.perturbation), {}, {},
        "where the FP32 direction z comes from: gaussian (the paper's), rademacher (+-1), "
-       "uniform (sqrt(3) U(-1, 1)) or pezo_pool (PeZO's pool of zo.pool_size numbers); int8 "
-       "draws its own sparse uniform integers"},
+       "uniform (sqrt(3) U(-1, 1)), pezo_pool (PeZO's pool of zo.pool_size numbers) or "
+       "pezo_onthefly (PeZO's zo.rngs rotated zo.rng_bits-bit generators); int8 draws its own "
+       "sparse uniform integers"},
       {"zo.pool_size", Type::kInt, ZT_FIELD(zo.pool_size), closed(1, 1 << 24), {},
        "pezo_pool: numbers in the pool (N; 2^k - 1 as PeZO advises); updates stay in an "
        "N-dimensional subspace"},
-      {"zo.pool_pow2", Type::kBool, ZT_FIELD(zo.pool_pow2), {}, {},
-       "pezo_pool: scale the pool by the power of two nearest its norm-matching factor"},
+      {"zo.pezo_pow2", Type::kBool, ZT_FIELD(zo.pezo_pow2), {}, {},
+       "pezo_pool, pezo_onthefly: scale by the power of two nearest the norm-matching factor"},
+      {"zo.rngs", Type::kInt, ZT_FIELD(zo.rngs), closed(2, 64), {},
+       "pezo_onthefly: generators, each giving one number per cycle (n; 31 is PeZO's best)"},
+      {"zo.rng_bits", Type::kInt, ZT_FIELD(zo.rng_bits), closed(4, 16), {},
+       "pezo_onthefly: bits per generator (b); each repeats after 2^b - 1 numbers"},
       {"train.epochs", Type::kInt, ZT_FIELD(train.epochs), at_least(1), {}, "training epochs"},
       {"train.batch_size", Type::kInt, ZT_FIELD(train.batch_size), closed(1, kMaxBatchSize), {},
        "minibatch size (auto = the paper's: 32; 256 for int8 LeNet-5)", "auto"},
@@ -683,10 +690,35 @@ void apply_override(ExperimentConfig& cfg, const std::string& ov) {
   Applier(cfg, "--set").apply(key, v, &text);
 }
 
+// zo.preset: its values go to the zo.* keys the file and --set did not give.
+void expand_zo_preset(ExperimentConfig& cfg, const std::string& origin) {
+  std::string names;
+  for (const ZoPreset& p : zo_presets()) {
+    names += (names.empty() ? "" : ", ") + std::string(p.name);
+    if (p.name != cfg.zo.preset) continue;
+    std::vector<std::string> given = cfg.given;
+    Applier applier(cfg, origin + ": zo.preset '" + cfg.zo.preset + "'");
+    for (const auto& [key, value] : p.values) {
+      if (std::find(given.begin(), given.end(), key) == given.end())
+        applier.apply(std::string(key), Json::parse(value), nullptr);
+    }
+    cfg.given = std::move(given);
+    return;
+  }
+  throw Error(origin + ": zo.preset: unknown preset '" + cfg.zo.preset + "', expected one of " +
+              names);
+}
+
 // Checks that involve more than one key (single keys are checked as they are applied). Runs
 // once, after the file and every override, so the order of --set does not matter.
 void validate_combination(const ExperimentConfig& cfg, const std::string& origin) {
   const bool int8 = cfg.model.precision == Precision::kInt8;
+  if (int8 && cfg.zo.preset != "mezo") {
+    throw Error(origin + ": zo.preset: '" + cfg.zo.preset +
+                "' with model.precision int8; int8 training has one estimator (the paper's "
+                "sparse uniform integer perturbation, one query), so int8 runs take the mezo "
+                "preset");
+  }
   if (int8 && cfg.zo.queries != 1) {
     throw Error(origin + ": zo.queries: " + std::to_string(cfg.zo.queries) +
                 " with model.precision int8; int8 training takes 1 query per step (its rounded "
@@ -729,6 +761,9 @@ bool no_subset(const ExperimentConfig& c) { return !c.data.subset.has_value(); }
 bool int8(const ExperimentConfig& c) { return c.model.precision == Precision::kInt8; }
 bool fp32(const ExperimentConfig& c) { return c.model.precision == Precision::kFp32; }
 bool no_zo(const ExperimentConfig& c) { return c.method.name == Method::kFullBp; }
+bool no_pool(const ExperimentConfig& c) { return c.zo.perturbation != "pezo_pool"; }
+bool no_onthefly(const ExperimentConfig& c) { return c.zo.perturbation != "pezo_onthefly"; }
+bool no_pezo(const ExperimentConfig& c) { return no_pool(c) && no_onthefly(c); }
 // full_bp and full_zo fix C at 0 and L: a partition that says so (as a written-out config.json
 // does) is not set in vain.
 bool one_part(const ExperimentConfig& c) {
@@ -750,6 +785,10 @@ const InertRule kInertRules[] = {
     {"train.memory_plan", false, int8, "the int8 trainer plans its own buffers"},
     {"zo.eps", false, int8, "int8 perturbs by integers in [-int8.r_max, int8.r_max]"},
     {"zo.grad_clip", false, int8, "int8 steps by the sign of the estimate"},
+    {"zo.pool_size", false, no_pool, "it sizes the pool of zo.perturbation pezo_pool"},
+    {"zo.pezo_pow2", false, no_pezo, "it scales PeZO's sources (pezo_pool, pezo_onthefly)"},
+    {"zo.rngs", false, no_onthefly, "it applies to zo.perturbation pezo_onthefly"},
+    {"zo.rng_bits", false, no_onthefly, "it applies to zo.perturbation pezo_onthefly"},
     {"zo.", false, no_zo, "full_bp has no zeroth-order part"},
     {"method.partition", false, one_part, "full_bp and full_zo fix C (at 0 and L)"},
     {"method.bp_activations", false, one_part,
@@ -787,6 +826,7 @@ ExperimentConfig parse_with_source_dir(const std::string& json_text, const std::
   }
   Applier(cfg, origin).apply_object(doc, "");
   for (const std::string& ov : overrides) apply_override(cfg, ov);
+  expand_zo_preset(cfg, origin);
   validate_combination(cfg, origin);
   check_inert_keys(cfg, origin);
   return cfg;
@@ -941,6 +981,26 @@ Schedule resolve_p_zero(const ExperimentConfig& cfg) {
   // batch × points inputs: a sparser z moves fewer weights by the same one-bit step.
   if (cfg.model.arch == Arch::kPointNet) return Schedule{{{0, 0.97}}};
   return Schedule{{{0, 0.33}, {20, 0.5}, {50, 0.9}}};
+}
+
+const std::vector<ZoPreset>& zo_presets() {
+  static const std::vector<ZoPreset> kPresets = {
+      {"mezo", "MeZO's and ElasticZO's: two-sided, one Gaussian direction per step (default)",
+       {{"zo.estimator", "\"two_sided\""}, {"zo.queries", "1"}, {"zo.perturbation", "\"gaussian\""}}},
+      {"pezo_pool", "PeZO, pre-generated: directions read from a pool of 4095 norm-matched numbers",
+       {{"zo.estimator", "\"two_sided\""}, {"zo.queries", "1"},
+        {"zo.perturbation", "\"pezo_pool\""}, {"zo.pool_size", "4095"}, {"zo.pezo_pow2", "false"}}},
+      {"pezo_onthefly",
+       "PeZO, on the fly: 31 rotated 8-bit generators, chunks scaled by a power of two",
+       {{"zo.estimator", "\"two_sided\""}, {"zo.queries", "1"},
+        {"zo.perturbation", "\"pezo_onthefly\""}, {"zo.rngs", "31"}, {"zo.rng_bits", "8"},
+        {"zo.pezo_pow2", "true"}}},
+      {"prge",
+       "P-RGE: 4 Gaussian queries per step, averaged (P-RGE keeps q x batch fixed: pair it with "
+       "train.batch_size = 32 / 4)",
+       {{"zo.estimator", "\"two_sided\""}, {"zo.queries", "4"}, {"zo.perturbation", "\"gaussian\""}}},
+  };
+  return kPresets;
 }
 
 Schedule resolve_b_bp(const ExperimentConfig& cfg) {

@@ -37,8 +37,9 @@ class Fp32Engine final : public Engine {
     o.estimator = cfg.zo.estimator;
     o.queries = static_cast<int>(cfg.zo.queries);
     o.perturbation = kernels::perturb_source(cfg.zo.perturbation);
-    o.pool = {static_cast<std::size_t>(cfg.zo.pool_size), cfg.zo.pool_pow2,
-              seeds::pezo_pool(cfg.seed)};
+    o.pezo = {static_cast<std::size_t>(cfg.zo.pool_size), cfg.zo.pezo_pow2,
+              seeds::pezo_pool(cfg.seed), static_cast<int>(cfg.zo.rngs),
+              static_cast<int>(cfg.zo.rng_bits)};
     o.optimizer = cfg.optimizer.name;
     o.bp_activations = cfg.method.bp_activations;
     o.plan = cfg.train.memory_plan;

@@ -41,7 +41,7 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
       plan_(model, plan_options(options)),
       stack_(model, plan_),
       optimizer_(options.optimizer, bp_params_, plan_.adam_m(), plan_.adam_v()),
-      perturber_(options.perturbation, options.isa, options.pool),
+      perturber_(options.perturbation, options.isa, options.pezo),
       estimator_(make_estimator(options.estimator, options.queries)) {
   const int L = model_.num_parametric();
   // Gradients: the backprop parameters' into the planned buffer, none for the ZO part.

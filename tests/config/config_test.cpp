@@ -48,7 +48,10 @@ void expect_same(const ExperimentConfig& a, const ExperimentConfig& b) {
   EXPECT_EQ(a.zo.queries, b.zo.queries);
   EXPECT_EQ(a.zo.perturbation, b.zo.perturbation);
   EXPECT_EQ(a.zo.pool_size, b.zo.pool_size);
-  EXPECT_EQ(a.zo.pool_pow2, b.zo.pool_pow2);
+  EXPECT_EQ(a.zo.pezo_pow2, b.zo.pezo_pow2);
+  EXPECT_EQ(a.zo.preset, b.zo.preset);
+  EXPECT_EQ(a.zo.rngs, b.zo.rngs);
+  EXPECT_EQ(a.zo.rng_bits, b.zo.rng_bits);
   EXPECT_EQ(a.train.epochs, b.train.epochs);
   EXPECT_EQ(a.train.batch_size, b.train.batch_size);
   EXPECT_EQ(a.train.threads, b.train.threads);
@@ -283,7 +286,7 @@ TEST(ConfigTest, RoundTrip) {
 TEST(ConfigTest, DumpAndHelpListEveryKey) {
   const std::string dump = to_json_text(ExperimentConfig{});
   const std::string help = keys_help();
-  ASSERT_EQ(key_names().size(), 47u);
+  ASSERT_EQ(key_names().size(), 50u);
   for (const std::string& k : key_names()) {
     const std::string leaf = k.substr(k.rfind('.') + 1);
     EXPECT_NE(dump.find("\"" + leaf + "\""), std::string::npos) << k;
@@ -335,6 +338,44 @@ TEST(ConfigTest, ZoPerturbationIsFp32Only) {
                      {"zo.perturbation=uniform"});
       },
       {"zo.perturbation", "int8", "FP32"});
+}
+
+TEST(ConfigTest, ZoPresetsFillTheKeysNotGiven) {
+  const ExperimentConfig pool = parse_config(R"({"zo": {"preset": "pezo_pool"}})", "t", {});
+  EXPECT_EQ(pool.zo.perturbation, "pezo_pool");
+  EXPECT_EQ(pool.zo.pool_size, 4095);
+  EXPECT_FALSE(pool.zo.pezo_pow2);
+  const ExperimentConfig fly = parse_config("{}", "t", {"zo.preset=pezo_onthefly"});
+  EXPECT_EQ(fly.zo.perturbation, "pezo_onthefly");
+  EXPECT_EQ(fly.zo.rngs, 31);
+  EXPECT_EQ(fly.zo.rng_bits, 8);
+  EXPECT_TRUE(fly.zo.pezo_pow2);
+  EXPECT_TRUE(fly.warnings.empty());  // a preset's keys are not "given in vain"
+  const ExperimentConfig prge = parse_config("{}", "t", {"zo.preset=prge"});
+  EXPECT_EQ(prge.zo.queries, 4);
+  EXPECT_EQ(prge.zo.perturbation, "gaussian");
+  // Explicit keys win, from the file or --set, whatever their order.
+  const ExperimentConfig own =
+      parse_config(R"({"zo": {"rng_bits": 12, "preset": "pezo_onthefly"}})", "t",
+                   {"zo.pezo_pow2=false"});
+  EXPECT_EQ(own.zo.rng_bits, 12);
+  EXPECT_FALSE(own.zo.pezo_pow2);
+  EXPECT_EQ(own.zo.rngs, 31);
+  // The default preset changes nothing, and a written-out config reads back the same.
+  expect_same(parse_config("{}", "t", {"zo.preset=mezo"}), ExperimentConfig{});
+  expect_same(parse_config(to_json_text(fly), "dump", {}), fly);
+  test::expect_error([] { parse_config("{}", "t", {"zo.preset=pezo"}); },
+                     {"zo.preset", "'pezo'", "pezo_pool", "prge"});
+  test::expect_error(
+      [] {
+        parse_config(R"({"model": {"precision": "int8"}, "optimizer": {"name": "sgd"}})", "t",
+                     {"zo.preset=prge"});
+      },
+      {"zo.preset", "'prge'", "int8", "mezo"});
+  // Keys of a source that is not chosen are set in vain: a warning names the source.
+  const ExperimentConfig vain = parse_config("{}", "t", {"zo.rngs=15"});
+  ASSERT_EQ(vain.warnings.size(), 1u);
+  EXPECT_NE(vain.warnings[0].find("pezo_onthefly"), std::string::npos) << vain.warnings[0];
 }
 
 TEST(ConfigTest, ResolvePartition) {

@@ -204,5 +204,125 @@ TEST(PezoPool, GoldenValuesAreArchitectureIndependent) {
   EXPECT_EQ(exact.pool_offset(7, 0), 154u);
 }
 
+// ---- PeZO's on-the-fly generator -----------------------------------------------------------
+
+TEST(PezoOnTheFly, LfsrSequencesAreMaximalLength) {
+  for (int b = 4; b <= 16; ++b) {
+    const std::vector<std::uint16_t> seq = lfsr_sequence(b);  // checks its period itself
+    ASSERT_EQ(seq.size(), (std::size_t{1} << b) - 1) << b;
+    std::vector<bool> seen(std::size_t{1} << b, false);
+    for (std::uint16_t v : seq) {
+      ASSERT_TRUE(v >= 1 && v < (1u << b)) << b;
+      ASSERT_FALSE(seen[v]) << b << " repeats " << v;
+      seen[v] = true;
+    }
+  }
+  EXPECT_THROW(lfsr_sequence(3), Error);
+  EXPECT_THROW(lfsr_sequence(17), Error);
+}
+
+TEST(PezoOnTheFly, SmallDimensionNormIsTheGammaRatio) {
+  for (std::size_t d = 1; d < 70; ++d) {
+    const double x = static_cast<double>(d);
+    const double want = std::exp(0.5 * std::log(2.0) + std::lgamma((x + 1) / 2) - std::lgamma(x / 2));
+    EXPECT_NEAR(expected_gaussian_norm(d), want, 1e-10 * want) << d;
+  }
+}
+
+// Element i is position i mod n of chunk c = i / n; position k comes from RNG (k + c) mod n at
+// state S[(phase + c) mod P], mapped to (2v − 2^b)/2^b; each chunk is scaled to E‖g_n‖.
+TEST(PezoOnTheFly, FollowsItsDefinitionChunkByChunk) {
+  for (bool pow2 : {false, true}) {
+    PezoOptions o;
+    o.pow2_scale = pow2;
+    o.rngs = 7;
+    o.rng_bits = 5;
+    const Perturber pz(PerturbSource::kPezoOnTheFly, best_isa(), o);
+    const std::vector<std::uint16_t> S = lfsr_sequence(5);
+    const std::size_t n = 7, P = S.size(), len = 1000;
+    std::vector<float> z(len);
+    pz.fill(z.data(), len, 3, 1, 0);
+    for (std::size_t c = 0; c * n < len; ++c) {
+      double sq = 0, zsq = 0;
+      std::vector<double> x(n);
+      for (std::size_t k = 0; k < n; ++k) {
+        const std::size_t m = (k + c) % n;
+        x[k] = (S[(pz.rng_phase(3, 1, static_cast<int>(m)) + c) % P] - 16.0) / 16.0;
+        sq += x[k] * x[k];
+      }
+      const double sigma = expected_gaussian_norm(n) / std::sqrt(sq);
+      for (std::size_t k = 0; k < n && c * n + k < len; ++k) {
+        const double zk = z[c * n + k];
+        zsq += zk * zk;
+        if (pow2 && x[k] != 0) {  // a power of two within √2 of the exact factor
+          const double r = zk / x[k];
+          EXPECT_EQ(std::exp2(std::round(std::log2(r))), r) << c;
+          EXPECT_LE(std::abs(std::log2(r / sigma)), 0.5 + 1e-9) << c;
+        } else if (!pow2) {
+          EXPECT_NEAR(zk, sigma * x[k], 1e-6) << c << " " << k;
+        }
+      }
+      if (!pow2 && (c + 1) * n <= len) {
+        EXPECT_NEAR(std::sqrt(zsq), expected_gaussian_norm(n), 1e-5);
+      }
+    }
+    // The cycle period: RNG m's states repeat after P cycles, and the rotation after n, so
+    // the element stream repeats after n·P·n elements at most; within one chunk, the n
+    // positions use n different RNGs.
+    std::vector<float> far(len);
+    pz.fill(far.data(), len, 3, 1, n * P * n);
+    EXPECT_EQ(std::memcmp(far.data(), z.data(), len * sizeof(float)), 0) << pow2;
+  }
+}
+
+TEST(PezoOnTheFly, RegenerationIsSplitAndThreadIndependent) {
+  PezoOptions o;
+  o.pow2_scale = true;  // the preset's
+  const Perturber pz(PerturbSource::kPezoOnTheFly, best_isa(), o);
+  const std::size_t n = 107786;
+  std::vector<float> z(n);
+  pz.fill(z.data(), n, 11, 2, 0);
+  double sq = 0, sum = 0;
+  for (float v : z) sq += double(v) * v, sum += v;
+  EXPECT_NEAR(sq / n, 4.0 / 3.0, 0.1);  // the ×2 power-of-two scale is PeZO's 15 % above 1
+  EXPECT_NEAR(sum / n, 0.0, 0.02);
+  std::vector<float> want(n, 0.5f);
+  for (std::size_t i = 0; i < n; ++i) want[i] = want[i] + 0.25f * z[i];
+  const std::size_t cut = 12345;  // not a multiple of n = 31: the chunk straddles the cut
+  std::vector<float> part(n);
+  pz.fill(part.data(), cut, 11, 2, 0);
+  pz.fill(part.data() + cut, n - cut, 11, 2, cut);
+  EXPECT_EQ(std::memcmp(part.data(), z.data(), n * sizeof(float)), 0);
+#ifdef ZT_OPENMP
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    std::vector<float> theta(n, 0.5f);
+    pz.perturb(theta.data(), n, 11, 2, 0, 0.25f);
+    EXPECT_EQ(std::memcmp(theta.data(), want.data(), n * sizeof(float)), 0) << threads;
+  }
+  omp_set_num_threads(saved);
+#endif
+  std::vector<float> other(n);
+  pz.fill(other.data(), n, 12, 2, 0);  // another step seed: other phases
+  EXPECT_NE(std::memcmp(other.data(), z.data(), n * sizeof(float)), 0);
+}
+
+// Recorded on x86-64; the ARM builds must draw the same numbers.
+TEST(PezoOnTheFly, GoldenValuesAreArchitectureIndependent) {
+  PezoOptions pow2;
+  pow2.pow2_scale = true;
+  const Perturber a(PerturbSource::kPezoOnTheFly, best_isa(), {});
+  const Perturber b(PerturbSource::kPezoOnTheFly, best_isa(), pow2);
+  std::vector<float> za(200), zb(200);
+  a.fill(za.data(), 200, 7, 3, 0);
+  b.fill(zb.data(), 200, 7, 3, 0);
+  EXPECT_EQ(bits(za[0]), 3217536281u);
+  EXPECT_EQ(bits(za[199]), 1051340327u);
+  EXPECT_EQ(bits(zb[0]), 3219521536u);
+  EXPECT_EQ(bits(zb[77]), 1060110336u);
+  EXPECT_EQ(a.rng_phase(7, 3, 30), 48u);
+}
+
 }  // namespace
 }  // namespace zt::kernels

@@ -50,11 +50,14 @@ struct OptimizerConfig {
 struct ZoConfig {
   double eps = 1e-3;
   double grad_clip = 2.0;              // chosen by a sweep (README, "Defaults")
+  std::string preset = "mezo";         // zo_presets(): fills the keys below not given
   std::string estimator = "two_sided";  // a name of train/zo_estimator.hpp's registry
   std::int64_t queries = 1;            // q directions per step (int8: 1)
   std::string perturbation = "gaussian";  // kernels/perturb.hpp's sources (FP32 only)
   std::int64_t pool_size = 4095;       // pezo_pool: N
-  bool pool_pow2 = false;              // pezo_pool: scale by a power of two
+  bool pezo_pow2 = false;              // PeZO sources: scale by a power of two
+  std::int64_t rngs = 31;              // pezo_onthefly: n
+  std::int64_t rng_bits = 8;           // pezo_onthefly: b
 };
 struct TrainConfig {
   std::int64_t epochs = 5;
@@ -156,6 +159,15 @@ Schedule resolve_b_bp(const ExperimentConfig& cfg);
 // int8.p_zero, "auto" resolved: LeNet-5 0.33 / 0.5 from epoch 20 / 0.9 from 50 (the paper's);
 // PointNet 0.97 throughout (chosen on a validation split: docs/results/tuning/int8-pointnet-p-zero.md).
 Schedule resolve_p_zero(const ExperimentConfig& cfg);
+
+// zo.preset: a named set of zo.* values (the method of one paper). The loader applies them to
+// the keys the file and --set did not give, so explicit keys override a preset.
+struct ZoPreset {
+  std::string_view name;
+  std::string_view summary;
+  std::vector<std::pair<std::string_view, std::string_view>> values;  // key, JSON value
+};
+const std::vector<ZoPreset>& zo_presets();
 // The method a run with partition C of L layers is: Full BP at C = 0, Full ZO at C = L,
 // ElasticZO between.
 Method effective_method(int partition, int num_layers);

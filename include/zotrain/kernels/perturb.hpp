@@ -56,7 +56,20 @@ FillGaussianF32Fn select_fill_gaussian_f32(Isa isa);
 //                offset o = hash(seed, stream) mod N: z_i = pool[(o + i) mod N]. Only Perturber
 //                (below) draws it; the z of every window is N-periodic in i, so updates stay in an
 //                N-dimensional subspace (docs/design.md §4).
-enum class PerturbSource : std::uint8_t { kGaussian, kRademacher, kUniform, kPezoPool };
+//   kPezoOnTheFly PeZO's on-the-fly generator: n small RNGs of b bits (maximal-length LFSRs,
+//                one polynomial, phases drawn from hash(seed, stream)) each give one number per
+//                cycle; cycle c's chunk of n numbers takes position k from RNG (k + c) mod n (the
+//                rotation), maps each state v ∈ [1, 2^b) to (2v − 2^b)/2^b and is scaled so
+//                that its norm is E‖g_n‖ (or the nearest power of two of that factor). Element i
+//                of a tensor is position i mod n of chunk i / n. Period n·(2^b − 1) per RNG
+//                phase set; like the pool, only a Perturber draws it.
+enum class PerturbSource : std::uint8_t {
+  kGaussian,
+  kRademacher,
+  kUniform,
+  kPezoPool,
+  kPezoOnTheFly
+};
 PerturbSource perturb_source(std::string_view name);  // throws zt::Error naming the choices
 const char* perturb_source_name(PerturbSource s);
 float perturbation_ref(PerturbSource s, std::uint64_t seed, std::uint64_t stream,
@@ -66,22 +79,30 @@ void perturb_f32_ref(PerturbSource s, float* theta, std::size_t n, std::uint64_t
 PerturbGaussianF32Fn select_perturb_f32(PerturbSource s, Isa isa);  // not kPezoPool
 FillGaussianF32Fn select_fill_f32(PerturbSource s, Isa isa);
 
-// PeZO pool options.
+// PeZO options (both PeZO sources).
 inline constexpr std::size_t kPezoPoolSize = 4095;  // 2^12 − 1, PeZO's default
-struct PoolOptions {
-  std::size_t size = kPezoPoolSize;
+inline constexpr int kPezoRngs = 31;                // 2^5 − 1, PeZO's best count
+inline constexpr int kPezoRngBits = 8;              // enough for RoBERTa in PeZO's Fig. 4
+inline constexpr int kPezoMaxRngs = 64;
+struct PezoOptions {
+  std::size_t size = kPezoPoolSize;  // pool: N
   bool pow2_scale = false;  // scale by the nearest power of two (PeZO's hardware variant)
   std::uint64_t seed = 0;   // the pool's own seed (drawn once per run)
+  int rngs = kPezoRngs;     // on-the-fly: n, in [2, kPezoMaxRngs]
+  int rng_bits = kPezoRngBits;  // on-the-fly: b, in [4, 16]
 };
-// E‖g_d‖ for g_d ~ N(0, I_d) = √2 Γ((d+1)/2) / Γ(d/2), by its asymptotic series (exact IEEE
-// operations only, so the same bits everywhere; relative error < 1e-8 for d ≥ 31, < 1e-15 for
-// d ≥ 4095).
+// E‖g_d‖ for g_d ~ N(0, I_d) = √2 Γ((d+1)/2) / Γ(d/2): below 64 by the recurrence
+// Γ((d+3)/2)/Γ((d+2)/2) = Γ((d+1)/2)/Γ(d/2) · (d+1)/d, above by its asymptotic series (exact IEEE
+// operations only, so the same bits everywhere; relative error < 1e-12 for d ≥ 64).
 double expected_gaussian_norm(std::size_t d);
+// The state sequence of a maximal-length b-bit Galois LFSR from state 1: 2^b − 1 distinct values
+// in [1, 2^b) (b in [4, 16]; throws zt::Error otherwise).
+std::vector<std::uint16_t> lfsr_sequence(int bits);
 
 // A source bound to its state: what a trainer holds. perturb / fill as the functions above.
 class Perturber {
  public:
-  Perturber(PerturbSource s, Isa isa, const PoolOptions& pool = {});
+  Perturber(PerturbSource s, Isa isa, const PezoOptions& pezo = {});
   void perturb(float* theta, std::size_t n, std::uint64_t seed, std::uint64_t stream,
                std::uint64_t offset, float scale) const;
   void fill(float* out, std::size_t n, std::uint64_t seed, std::uint64_t stream,
@@ -89,12 +110,21 @@ class Perturber {
   PerturbSource source() const { return source_; }
   const std::vector<float>& pool() const { return pool_; }  // empty unless kPezoPool
   std::size_t pool_offset(std::uint64_t seed, std::uint64_t stream) const;  // o, kPezoPool
+  // kPezoOnTheFly: RNG m's phase in its LFSR sequence for (seed, stream), m < rngs.
+  std::size_t rng_phase(std::uint64_t seed, std::uint64_t stream, int m) const;
 
  private:
+  // Writes elements [first, first + len) of (seed, stream) with theta += scale · z, or out = z.
+  template <bool kFill>
+  void on_the_fly(float* out, std::size_t len, std::uint64_t seed, std::uint64_t stream,
+                  std::uint64_t first, float scale) const;
   PerturbSource source_;
   PerturbGaussianF32Fn perturb_ = nullptr;
   FillGaussianF32Fn fill_ = nullptr;
   std::vector<float> pool_;
+  std::vector<std::uint16_t> lfsr_;  // kPezoOnTheFly: one period of the RNGs' polynomial
+  int rngs_ = 0, bits_ = 0;
+  bool pow2_ = false;
 };
 
 }  // namespace zt::kernels

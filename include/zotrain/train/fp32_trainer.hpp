@@ -55,7 +55,7 @@ struct Fp32TrainerOptions {
   std::string estimator = "two_sided";
   int queries = 1;
   kernels::PerturbSource perturbation = kernels::PerturbSource::kGaussian;  // where z comes from
-  kernels::PoolOptions pool;  // kPezoPool
+  kernels::PezoOptions pezo;  // the PeZO sources
   // Lean plan: points per chunk, 0 = automatic; otherwise a multiple of
   // nn::BatchNorm::kStatRowBlock (32) or at least N.
   int chunk_points = 0;

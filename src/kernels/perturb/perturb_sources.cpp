@@ -1,5 +1,5 @@
 // The non-Gaussian perturbation sources (zo.perturbation): Rademacher (±1), uniform
-// (√3·U(−1, 1), unit variance) and PeZO's pool (at the end). Same counter space as the Gaussian (perturb_internal.hpp): pair p
+// (√3·U(−1, 1), unit variance), and PeZO's pool and on-the-fly generator (at the end). Same counter space as the Gaussian (perturb_internal.hpp): pair p
 // of block b gives two keyed hashes a, b; element 32·b + j takes a, element 32·b + 16 + j takes b.
 //   rademacher: +1 if bit 31 of the hash is 0, else −1
 //   uniform:    √3 · (2·(h >> 8) + 1 − 2^24) · 2^-24        (h >> 8 ∈ [0, 2^24): symmetric, mean 0)
@@ -117,12 +117,28 @@ struct SourceEntry {
   const char* name;
   const char* summary;
 };
-constexpr std::array<SourceEntry, 4> kSources = {{
+constexpr std::array<SourceEntry, 5> kSources = {{
     {PerturbSource::kGaussian, "gaussian", "N(0, 1) per weight (MeZO, ElasticZO)"},
     {PerturbSource::kRademacher, "rademacher", "±1 per weight, equally likely"},
     {PerturbSource::kUniform, "uniform", "√3·U(−1, 1) per weight (unit variance)"},
     {PerturbSource::kPezoPool, "pezo_pool", "PeZO: a pre-generated pool of N uniform numbers"},
+    {PerturbSource::kPezoOnTheFly, "pezo_onthefly",
+     "PeZO: n small b-bit RNGs, rotated each cycle, chunk-wise norm-matched"},
 }};
+
+// Adaptive modulus scaling's power-of-two variant: the power of two nearest `scale` (in the
+// log sense; frexp and a comparison, so exact).
+double nearest_pow2(double scale) {
+  int e = 0;
+  const double m = std::frexp(scale, &e);  // scale = m · 2^e, m ∈ [½, 1)
+  return std::ldexp(1.0, m >= 0.70710678118654752 ? e : e - 1);
+}
+
+// Maximal-length Galois LFSR masks (primitive trinomials and pentanomials; the constructor
+// checks each period): bit k set for the polynomial's x^(k+1) term.
+constexpr std::array<std::uint32_t, 17> kLfsrTaps = {
+    0,     0,     0,      0,      0xC,    0x14,   0x30,   0x60,  0xB8,
+    0x110, 0x240, 0x500,  0xE08,  0x1C80, 0x3802, 0x6000, 0xB400};
 
 }  // namespace
 
@@ -131,7 +147,8 @@ float perturbation_ref(PerturbSource s, std::uint64_t seed, std::uint64_t stream
   switch (s) {
     case PerturbSource::kRademacher: return element_ref<PerturbSource::kRademacher>(seed, stream, index);
     case PerturbSource::kUniform: return element_ref<PerturbSource::kUniform>(seed, stream, index);
-    case PerturbSource::kPezoPool: ZT_CHECK_MSG(false, "the PeZO pool is drawn by a Perturber");
+    case PerturbSource::kPezoPool:
+    case PerturbSource::kPezoOnTheFly: ZT_CHECK_MSG(false, "PeZO's sources are drawn by a Perturber");
     case PerturbSource::kGaussian: break;
   }
   return gaussian_ref(seed, stream, index);
@@ -147,7 +164,8 @@ PerturbGaussianF32Fn select_perturb_f32(PerturbSource s, Isa isa) {
   switch (s) {
     case PerturbSource::kRademacher: return perturb_fast<PerturbSource::kRademacher>;
     case PerturbSource::kUniform: return perturb_fast<PerturbSource::kUniform>;
-    case PerturbSource::kPezoPool: ZT_CHECK_MSG(false, "the PeZO pool is drawn by a Perturber");
+    case PerturbSource::kPezoPool:
+    case PerturbSource::kPezoOnTheFly: ZT_CHECK_MSG(false, "PeZO's sources are drawn by a Perturber");
     case PerturbSource::kGaussian: break;
   }
   return select_perturb_gaussian_f32(isa);
@@ -157,7 +175,8 @@ FillGaussianF32Fn select_fill_f32(PerturbSource s, Isa isa) {
   switch (s) {
     case PerturbSource::kRademacher: return fill_fast<PerturbSource::kRademacher>;
     case PerturbSource::kUniform: return fill_fast<PerturbSource::kUniform>;
-    case PerturbSource::kPezoPool: ZT_CHECK_MSG(false, "the PeZO pool is drawn by a Perturber");
+    case PerturbSource::kPezoPool:
+    case PerturbSource::kPezoOnTheFly: ZT_CHECK_MSG(false, "PeZO's sources are drawn by a Perturber");
     case PerturbSource::kGaussian: break;
   }
   return select_fill_gaussian_f32(isa);
@@ -179,9 +198,16 @@ const char* perturb_source_name(PerturbSource s) {
   return "?";
 }
 
-// ---- PeZO's pool ---------------------------------------------------------------------------
+// ---- PeZO's pool and on-the-fly generator ------------------------------------------------
 
 double expected_gaussian_norm(std::size_t d) {
+  if (d < 64) {  // r(d) = Γ((d+1)/2)/Γ(d/2): r(1) = 1/√π, r(2) = √π/2, r(d+2) = r(d)·(d+1)/d
+    constexpr double kSqrtPi = 1.7724538509055160273;
+    double r = d % 2 == 1 ? 1.0 / kSqrtPi : kSqrtPi / 2;
+    for (std::size_t k = 2 - d % 2; k + 2 <= d; k += 2)
+      r = r * static_cast<double>(k + 1) / static_cast<double>(k);
+    return 1.4142135623730950488 * r;
+  }
   // Γ(x + ½)/Γ(x) = √x (1 − 1/(8x) + 1/(128x²) + 5/(1024x³) − 21/(32768x⁴) + …), x = d/2.
   const double x = static_cast<double>(d);
   const double r = 1.0 / x;
@@ -189,27 +215,50 @@ double expected_gaussian_norm(std::size_t d) {
   return std::sqrt(x) * series;
 }
 
-Perturber::Perturber(PerturbSource s, Isa isa, const PoolOptions& pool) : source_(s) {
+std::vector<std::uint16_t> lfsr_sequence(int bits) {
+  if (bits < 4 || bits > 16) {
+    throw Error("zo.rng_bits: " + std::to_string(bits) + ", expected 4..16");
+  }
+  const std::uint32_t period = (1U << bits) - 1, taps = kLfsrTaps[static_cast<std::size_t>(bits)];
+  std::vector<std::uint16_t> seq(period);
+  std::uint32_t state = 1;
+  for (std::uint32_t t = 0; t < period; ++t) {
+    ZT_CHECK_MSG(t == 0 || state != 1, "LFSR taps are not maximal-length");
+    seq[t] = static_cast<std::uint16_t>(state);
+    state = (state >> 1) ^ ((state & 1U) != 0 ? taps : 0U);
+  }
+  ZT_CHECK_MSG(state == 1, "LFSR taps are not maximal-length");
+  return seq;
+}
+
+Perturber::Perturber(PerturbSource s, Isa isa, const PezoOptions& pezo) : source_(s) {
+  if (s == PerturbSource::kPezoOnTheFly) {
+    if (pezo.rngs < 2 || pezo.rngs > kPezoMaxRngs) {
+      throw Error("zo.rngs: " + std::to_string(pezo.rngs) + ", expected 2.." +
+                  std::to_string(kPezoMaxRngs));
+    }
+    lfsr_ = lfsr_sequence(pezo.rng_bits);
+    rngs_ = pezo.rngs;
+    bits_ = pezo.rng_bits;
+    pow2_ = pezo.pow2_scale;
+    return;
+  }
   if (s != PerturbSource::kPezoPool) {
     perturb_ = select_perturb_f32(s, isa);
     fill_ = select_fill_f32(s, isa);
     return;
   }
-  ZT_CHECK_MSG(pool.size >= 1, "PeZO pool: size must be at least 1");
-  pool_.resize(pool.size);
+  ZT_CHECK_MSG(pezo.size >= 1, "PeZO pool: size must be at least 1");
+  pool_.resize(pezo.size);
   double sq = 0;
-  for (std::size_t k = 0; k < pool.size; ++k) {
-    pool_[k] = uniform_raw_ref(pool.seed, k);
+  for (std::size_t k = 0; k < pezo.size; ++k) {
+    pool_[k] = uniform_raw_ref(pezo.seed, k);
     sq += static_cast<double>(pool_[k]) * pool_[k];
   }
   // Adaptive modulus scaling, once for the pool: ‖scale · u‖ = E‖g_N‖ (≈ √3 for large N), or
-  // the power of two nearest that factor (frexp and a comparison: exact).
-  double scale = expected_gaussian_norm(pool.size) / std::sqrt(sq);
-  if (pool.pow2_scale) {
-    int e = 0;
-    const double m = std::frexp(scale, &e);  // scale = m · 2^e, m ∈ [½, 1)
-    scale = std::ldexp(1.0, m >= 0.70710678118654752 ? e : e - 1);
-  }
+  // the power of two nearest that factor.
+  double scale = expected_gaussian_norm(pezo.size) / std::sqrt(sq);
+  if (pezo.pow2_scale) scale = nearest_pow2(scale);
   for (float& v : pool_) v = static_cast<float>(v * scale);
 }
 
@@ -218,9 +267,63 @@ std::size_t Perturber::pool_offset(std::uint64_t seed, std::uint64_t stream) con
   return static_cast<std::size_t>(mix64(seed ^ mix64(stream + 0x50e2a0a1ULL)) % pool_.size());
 }
 
+std::size_t Perturber::rng_phase(std::uint64_t seed, std::uint64_t stream, int m) const {
+  ZT_CHECK(!lfsr_.empty() && m >= 0 && m < rngs_);
+  const std::uint64_t key = mix64(seed ^ mix64(stream + 0x0f1e2d3cULL));
+  return static_cast<std::size_t>(mix64(key + static_cast<std::uint64_t>(m)) % lfsr_.size());
+}
+
+template <bool kFill>
+void Perturber::on_the_fly(float* out, std::size_t len, std::uint64_t seed, std::uint64_t stream,
+                           std::uint64_t first, float scale) const {
+  const std::size_t n = static_cast<std::size_t>(rngs_), P = lfsr_.size();
+  std::array<std::size_t, kPezoMaxRngs> phase{};
+  for (int m = 0; m < rngs_; ++m) phase[static_cast<std::size_t>(m)] = rng_phase(seed, stream, m);
+  const double target = expected_gaussian_norm(n), half = std::ldexp(1.0, bits_ - 1);
+  const double inv_half = 1.0 / half;  // a power of two: (v − half) · inv_half is exact
+  const std::uint16_t* S = lfsr_.data();
+  std::array<float, kPezoMaxRngs> x{};
+  std::uint64_t c = first / n;  // the cycle
+  std::size_t m0 = static_cast<std::size_t>(c % n), step = static_cast<std::size_t>(c % P);
+  for (std::uint64_t e = first; e < first + len; ++c) {
+    double sq = 0;
+    std::size_t m = m0;  // the chunk: position k from RNG (k + c) mod n, at state phase + c
+    for (std::size_t k = 0; k < n; ++k) {
+      std::size_t t = phase[m] + step;
+      if (t >= P) t -= P;
+      const double u = (static_cast<double>(S[t]) - half) * inv_half;
+      x[k] = static_cast<float>(u);
+      sq += u * u;
+      if (++m == n) m = 0;
+    }
+    if (++m0 == n) m0 = 0;
+    if (++step == P) step = 0;
+    double sigma = sq > 0 ? target / std::sqrt(sq) : 0.0;
+    if (pow2_ && sigma > 0) sigma = nearest_pow2(sigma);
+    const std::size_t k0 = static_cast<std::size_t>(e - c * n);
+    const std::size_t run = std::min<std::uint64_t>(n - k0, first + len - e);
+    float* o = out + (e - first);
+    for (std::size_t k = 0; k < run; ++k) {
+      const float z = static_cast<float>(sigma * x[k0 + k]);
+      if constexpr (kFill) {
+        o[k] = z;
+      } else {
+        o[k] = o[k] + scale * z;
+      }
+    }
+    e += run;
+  }
+}
+
 void Perturber::perturb(float* theta, std::size_t n, std::uint64_t seed, std::uint64_t stream,
                         std::uint64_t offset, float scale) const {
   if (perturb_ != nullptr) return perturb_(theta, n, seed, stream, offset, scale);
+  if (!lfsr_.empty()) {
+    PoolChunks::for_each(n, [&](std::size_t b, std::size_t len) {
+      on_the_fly<false>(theta + b, len, seed, stream, offset + b, scale);
+    });
+    return;
+  }
   const std::size_t N = pool_.size();
   const std::size_t o = (pool_offset(seed, stream) + offset % N) % N;
   PoolChunks::for_each(n, [&](std::size_t b, std::size_t len) {
@@ -239,6 +342,7 @@ void Perturber::perturb(float* theta, std::size_t n, std::uint64_t seed, std::ui
 void Perturber::fill(float* out, std::size_t n, std::uint64_t seed, std::uint64_t stream,
                      std::uint64_t offset) const {
   if (fill_ != nullptr) return fill_(out, n, seed, stream, offset);
+  if (!lfsr_.empty()) return on_the_fly<true>(out, n, seed, stream, offset, 0.0f);
   const std::size_t N = pool_.size();
   const std::size_t o = (pool_offset(seed, stream) + offset % N) % N;
   for (std::size_t i = 0; i < n; ++i) out[i] = pool_[(o + i % N) % N];
