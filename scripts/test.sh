@@ -124,8 +124,14 @@ if [[ "${mode}" != host ]]; then
       cmake --build --preset "${arch}" -j "${jobs}"
       # armhf leaves out the long whole-training tests (PointNet's lean plans and resume, the
       # one-epoch end-to-end runs: 1-2 min each under qemu-arm): they test the trainers, not
-      # the architecture, and run on the host and on aarch64.
-      skip='^$'
+      # the architecture, and run on the host and on aarch64. aarch64 leaves out the longest
+      # of those that compare two plans or two runs of the same trainer (1.5-2 min each under
+      # qemu, 8 min of the stage's CPU time): the small-N and N = 1024 lean-plan comparisons,
+      # two of the three PointNet stop-and-resume runs (full_bp stays) and the partition sweep;
+      # they run on the host, and the FP32 plan comparison that depends on the CPU's rounding
+      # (SameWeightsWhenBackpropReachesTheStack) stays.
+      skip='^(LeanPlan\.SameWeightsAsWholeBatchPlan(SmallN|AtN1024)|Experiment\.PartitionAloneSweepsEveryC'
+      skip+='|Methods/ResumeTest\.PointNetStopAndResumeGivesTheSameWeights/"(full_zo|elastic_zo)")$'
       [[ "${arch}" == armhf ]] && skip='^(LeanPlan\.|EndToEnd\.|Methods/ResumeTest\.PointNet)'
       if [[ "${first}" -eq 1 ]]; then
         run_ctest "${arch}-${cpu}" "${arch}" -E "${skip}" || status=1
