@@ -179,6 +179,9 @@ const std::vector<Key>& schema() {
        "ZO estimator (the Estimators list of --help); two_sided is the paper's"},
       {"zo.queries", Type::kInt, ZT_FIELD(zo.queries), closed(1, kMaxZoQueries), {},
        "directions probed per ZO step (q); the update averages their estimates; int8: 1"},
+      {"zo.batched", Type::kBool, ZT_FIELD(zo.batched), {}, {},
+       "P-RGE: run the + and - passes of all queries as one forward over 2q replicas of the "
+       "batch, the weights untouched (two_sided, FP32, models without BatchNorm: LeNet-5)"},
       {"zo.preset", Type::kString, ZT_FIELD(zo.preset), {}, {},
        "named zo.* settings (the Presets list of --help); keys given explicitly override it"},
       {"zo.perturbation", Type::kString, ZT_FIELD(zo.perturbation), {}, {},
@@ -724,6 +727,14 @@ void validate_combination(const ExperimentConfig& cfg, const std::string& origin
                 " with model.precision int8; int8 training takes 1 query per step (its rounded "
                 "update cannot restore earlier queries exactly)");
   }
+  if (cfg.zo.batched && (int8 || cfg.zo.estimator != "two_sided" ||
+                         cfg.model.arch == Arch::kPointNet)) {
+    throw Error(origin + ": zo.batched: true needs zo.estimator two_sided (not '" +
+                cfg.zo.estimator + "'), model.precision fp32 and a model without BatchNorm "
+                "(lenet5, not pointnet; its replicas would also need 2q copies of every "
+                "per-point activation); got model.arch " + std::string(name(cfg.model.arch)) +
+                ", model.precision " + (int8 ? "int8" : "fp32"));
+  }
   if (int8 && cfg.zo.perturbation != "gaussian") {
     throw Error(origin + ": zo.perturbation: '" + cfg.zo.perturbation +
                 "' with model.precision int8; int8 training draws its own sparse uniform integer "
@@ -986,7 +997,8 @@ Schedule resolve_p_zero(const ExperimentConfig& cfg) {
 const std::vector<ZoPreset>& zo_presets() {
   static const std::vector<ZoPreset> kPresets = {
       {"mezo", "MeZO's and ElasticZO's: two-sided, one Gaussian direction per step (default)",
-       {{"zo.estimator", "\"two_sided\""}, {"zo.queries", "1"}, {"zo.perturbation", "\"gaussian\""}}},
+       {{"zo.estimator", "\"two_sided\""}, {"zo.queries", "1"}, {"zo.perturbation", "\"gaussian\""},
+        {"zo.batched", "false"}}},
       {"pezo_pool", "PeZO, pre-generated: directions read from a pool of 4095 norm-matched numbers",
        {{"zo.estimator", "\"two_sided\""}, {"zo.queries", "1"},
         {"zo.perturbation", "\"pezo_pool\""}, {"zo.pool_size", "4095"}, {"zo.pezo_pow2", "false"}}},
@@ -996,9 +1008,10 @@ const std::vector<ZoPreset>& zo_presets() {
         {"zo.perturbation", "\"pezo_onthefly\""}, {"zo.rngs", "31"}, {"zo.rng_bits", "8"},
         {"zo.pezo_pow2", "true"}}},
       {"prge",
-       "P-RGE: 4 Gaussian queries per step, averaged (P-RGE keeps q x batch fixed: pair it with "
-       "train.batch_size = 32 / 4)",
-       {{"zo.estimator", "\"two_sided\""}, {"zo.queries", "4"}, {"zo.perturbation", "\"gaussian\""}}},
+       "P-RGE: 4 Gaussian queries per step, their 8 passes as one batched forward (P-RGE keeps "
+       "q x batch fixed: pair it with train.batch_size = 32 / 4)",
+       {{"zo.estimator", "\"two_sided\""}, {"zo.queries", "4"}, {"zo.perturbation", "\"gaussian\""},
+        {"zo.batched", "true"}}},
   };
   return kPresets;
 }

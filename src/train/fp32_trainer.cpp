@@ -51,10 +51,13 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
       g += p->size();
     }
   for (nn::ParamTensor* p : model_.params_of_range(0, opt_.partition)) p->grad = nullptr;
+  if (opt_.batched) init_replicas();
 }
 
 std::size_t Fp32Trainer::planned_bytes() const {
-  return plan_.arena().planned_bytes() + model_.num_params() * sizeof(float);
+  const std::size_t replicas = rep_act_[0].size() + rep_act_[1].size() + rep_w_.size() +
+                               rep_z_.size() + rep_scratch_.size();
+  return plan_.arena().planned_bytes() + (model_.num_params() + replicas) * sizeof(float);
 }
 
 const float* Fp32Trainer::forward(const float* x, int n, int set) {
@@ -138,6 +141,25 @@ class Fp32Trainer::ZoStep final : public ZoExecutor {
                 static_cast<float>(k) * t_.opt_.eps);
   }
 
+  bool probe_all(int queries) override {
+    if (!t_.opt_.batched) return false;
+    const float* logits = t_.forward_replicas(x_, n_, seed_, queries, bp_, times_);
+    telemetry::ScopedPhase p(times_, telemetry::Phase::kLoss);
+    const int classes = t_.model_.num_classes();
+    const std::size_t rows = static_cast<std::size_t>(n_) * static_cast<std::size_t>(classes);
+    for (int i = 0; i < queries; ++i) {
+      const bool last = i == queries - 1;  // its − replica feeds backprop (+ too with two sets)
+      float* d_plus = bp_ && last && t_.plan_.sets == 2 ? t_.plan_.dlogits(1) : nullptr;
+      float* d_minus = bp_ && last ? t_.plan_.dlogits(0) : nullptr;
+      const auto at = [&](int r) { return logits + static_cast<std::size_t>(r) * rows; };
+      batch_plus_[i] = kernels::softmax_xent_f32(n_, classes, at(2 * i), labels_, d_plus, nullptr);
+      batch_minus_[i] = kernels::softmax_xent_f32(n_, classes, at(2 * i + 1), labels_, d_minus,
+                                                  last ? &correct_ : nullptr);
+    }
+    batched_ = true;
+    return true;
+  }
+
   void probe(int, ProbeSide side) override {
     const int classes = t_.model_.num_classes();
     const float* logits;
@@ -165,12 +187,15 @@ class Fp32Trainer::ZoStep final : public ZoExecutor {
     }
   }
 
-  double estimate(int, int span) override {
+  double estimate(int query, int span) override {
     telemetry::ScopedPhase p(times_, telemetry::Phase::kLoss);
-    const double g = (loss_plus_ - loss_minus_) / (span * static_cast<double>(t_.opt_.eps));
+    // Sequential: the last + and − probes; batched: the query's replicas.
+    const double lp = batched_ ? batch_plus_[query] : loss_plus_;
+    const double lm = batched_ ? batch_minus_[query] : loss_minus_;
+    const double g = (lp - lm) / (span * static_cast<double>(t_.opt_.eps));
     const double clip = t_.opt_.grad_clip;
     clipped_ = clipped_ || g > clip || g < -clip;
-    loss_sum_ += 0.5 * (loss_plus_ + loss_minus_);
+    loss_sum_ += 0.5 * (lp + lm);
     ++queries_;
     return std::clamp(g, -clip, clip);
   }
@@ -205,6 +230,8 @@ class Fp32Trainer::ZoStep final : public ZoExecutor {
   telemetry::PhaseTimes& times_;
   float* theta_;
   double loss_plus_ = 0, loss_minus_ = 0, loss_sum_ = 0, g_sum_ = 0;
+  std::array<double, kMaxQueries> batch_plus_{}, batch_minus_{};  // probe_all's, per query
+  bool batched_ = false;
   int queries_ = 0, correct_ = 0;
   bool clipped_ = false;
 };

@@ -50,6 +50,7 @@ void expect_same(const ExperimentConfig& a, const ExperimentConfig& b) {
   EXPECT_EQ(a.zo.pool_size, b.zo.pool_size);
   EXPECT_EQ(a.zo.pezo_pow2, b.zo.pezo_pow2);
   EXPECT_EQ(a.zo.preset, b.zo.preset);
+  EXPECT_EQ(a.zo.batched, b.zo.batched);
   EXPECT_EQ(a.zo.rngs, b.zo.rngs);
   EXPECT_EQ(a.zo.rng_bits, b.zo.rng_bits);
   EXPECT_EQ(a.train.epochs, b.train.epochs);
@@ -286,7 +287,7 @@ TEST(ConfigTest, RoundTrip) {
 TEST(ConfigTest, DumpAndHelpListEveryKey) {
   const std::string dump = to_json_text(ExperimentConfig{});
   const std::string help = keys_help();
-  ASSERT_EQ(key_names().size(), 50u);
+  ASSERT_EQ(key_names().size(), 51u);
   for (const std::string& k : key_names()) {
     const std::string leaf = k.substr(k.rfind('.') + 1);
     EXPECT_NE(dump.find("\"" + leaf + "\""), std::string::npos) << k;
@@ -354,6 +355,15 @@ TEST(ConfigTest, ZoPresetsFillTheKeysNotGiven) {
   const ExperimentConfig prge = parse_config("{}", "t", {"zo.preset=prge"});
   EXPECT_EQ(prge.zo.queries, 4);
   EXPECT_EQ(prge.zo.perturbation, "gaussian");
+  EXPECT_TRUE(prge.zo.batched);
+  test::expect_error(
+      [] {
+        parse_config(R"({"model": {"arch": "pointnet"}, "data": {"dataset": "modelnet40"}})",
+                     "t", {"zo.preset=prge"});
+      },
+      {"zo.batched", "pointnet", "BatchNorm"});
+  test::expect_error([] { parse_config("{}", "t", {"zo.batched=true", "zo.estimator=one_sided"}); },
+                     {"zo.batched", "one_sided"});
   // Explicit keys win, from the file or --set, whatever their order.
   const ExperimentConfig own =
       parse_config(R"({"zo": {"rng_bits": 12, "preset": "pezo_onthefly"}})", "t",

@@ -53,6 +53,7 @@ struct ZoConfig {
   std::string preset = "mezo";         // zo_presets(): fills the keys below not given
   std::string estimator = "two_sided";  // a name of train/zo_estimator.hpp's registry
   std::int64_t queries = 1;            // q directions per step (int8: 1)
+  bool batched = false;                // P-RGE: all 2q probes as one forward (FP32, no BatchNorm)
   std::string perturbation = "gaussian";  // kernels/perturb.hpp's sources (FP32 only)
   std::int64_t pool_size = 4095;       // pezo_pool: N
   bool pezo_pow2 = false;              // PeZO sources: scale by a power of two

@@ -56,6 +56,9 @@ struct Fp32TrainerOptions {
   int queries = 1;
   kernels::PerturbSource perturbation = kernels::PerturbSource::kGaussian;  // where z comes from
   kernels::PezoOptions pezo;  // the PeZO sources
+  // P-RGE's batched probes: the ± passes of all q queries as one forward over 2q replicas of
+  // the batch, θ untouched (fp32_replicas.cpp). Models without BatchNorm only.
+  bool batched = false;
   // Lean plan: points per chunk, 0 = automatic; otherwise a multiple of
   // nn::BatchNorm::kStatRowBlock (32) or at least N.
   int chunk_points = 0;
@@ -108,6 +111,13 @@ class Fp32Trainer {
  private:
   const float* forward(const float* x, int n, int set);  // returns the logits
   void backward(int n, int set, const float* dlogits);
+  // Batched probes (fp32_replicas.cpp): replica 2i + s (s = 0: +, 1: −) of the batch runs at
+  // θ_{1..C} + (1 − 2s)·ε·z_i; returns the logits of all 2q replicas, [2q·n, classes]. With
+  // `bp`, the activations of the backprop segment of replica 2(q−1) + 1 (and of 2(q−1) with two
+  // activation sets) go to the plan's buffers, as a sequential − (+) pass leaves them.
+  void init_replicas();
+  const float* forward_replicas(const float* x, int n, std::uint64_t seed, int q, bool bp,
+                                telemetry::PhaseTimes& times);
 
   nn::Model& model_;
   Fp32TrainerOptions opt_;
@@ -119,6 +129,7 @@ class Fp32Trainer {
   const float* input_ = nullptr;  // the batch of the last forward pass (layer 0's input)
   kernels::Perturber perturber_;
   std::unique_ptr<ZoEstimator> estimator_;
+  std::vector<float> rep_act_[2], rep_w_, rep_z_, rep_scratch_;  // batched probes' buffers
   class ZoStep;  // the ZoExecutor of one step (fp32_trainer.cpp)
 };
 

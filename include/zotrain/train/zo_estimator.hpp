@@ -11,6 +11,10 @@
 //                   sign, float or integer-only)
 //   update(g, r)    the update θ_{1..C} −= η · (1/q) Σ_i g_i z_i, with r · z_{q−1} merged into it
 //                   (the restore of the last query, as ElasticZO merges restore and update)
+//   probe_all(q)    P-RGE's batched probes, when the run asks for them (zo.batched): the + and
+//                   − passes of queries 0..q−1 as one forward over 2q replicas, θ untouched;
+//                   estimate(i, 2) then reads query i's pair and the backprop part the last
+//                   query's − replica. Returns false (nothing done) otherwise.
 // The estimator decides which probes a step takes, in which order, and with how many queries q.
 // A new estimator is one file in src/train/estimators/ plus one line in the registry
 // (src/train/zo_estimator.cpp).
@@ -37,6 +41,7 @@ class ZoExecutor {
   virtual void probe(int query, ProbeSide side) = 0;
   virtual double estimate(int query, int span) = 0;
   virtual void update(std::span<const double> g, int restore) = 0;  // g.size() = queries
+  virtual bool probe_all(int /*queries*/) { return false; }
 };
 
 class ZoEstimator {
