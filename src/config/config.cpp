@@ -190,8 +190,8 @@ const std::vector<Key>& schema() {
        "pezo_onthefly (PeZO's zo.rngs rotated zo.rng_bits-bit generators); int8 draws its own "
        "sparse uniform integers"},
       {"zo.pool_size", Type::kInt, ZT_FIELD(zo.pool_size), closed(1, 1 << 24), {},
-       "pezo_pool: numbers in the pool (N; 2^k - 1 as PeZO advises); updates stay in an "
-       "N-dimensional subspace"},
+       "pezo_pool: numbers in the pool (N; 2^k - 1 as PeZO advises); updates stay in a "
+       "subspace (N-periodic within each tensor)"},
       {"zo.pezo_pow2", Type::kBool, ZT_FIELD(zo.pezo_pow2), {}, {},
        "pezo_pool, pezo_onthefly: scale by the power of two nearest the norm-matching factor"},
       {"zo.rngs", Type::kInt, ZT_FIELD(zo.rngs), closed(2, 64), {},

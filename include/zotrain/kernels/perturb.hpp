@@ -54,8 +54,8 @@ FillGaussianF32Fn select_fill_gaussian_f32(Isa isa);
 //                scaled so that ‖pool‖ = E‖g_N‖ (g_N ~ N(0, I_N)), or by the power of two nearest
 //                that factor; the perturbation of (seed, stream) is the pool repeated from the
 //                offset o = hash(seed, stream) mod N: z_i = pool[(o + i) mod N]. Only Perturber
-//                (below) draws it; the z of every window is N-periodic in i, so updates stay in an
-//                N-dimensional subspace (docs/design.md §4).
+//                (below) draws it; the z of every window is N-periodic in i, so a tensor's updates
+//                stay in an N-dimensional subspace of it (docs/design.md §4).
 //   kPezoOnTheFly PeZO's on-the-fly generator: n small RNGs of b bits (maximal-length LFSRs,
 //                one polynomial, phases drawn from hash(seed, stream)) each give one number per
 //                cycle; cycle c's chunk of n numbers takes position k from RNG (k + c) mod n (the
