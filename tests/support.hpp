@@ -68,6 +68,22 @@ inline std::vector<float> random_floats(std::size_t n, std::uint64_t seed, float
   return v;
 }
 
+// A labelled batch for the trainers: n samples of `features` values uniform in [lo, hi) and
+// labels uniform in [0, classes), from the project's generator.
+struct LabelledBatch {
+  std::vector<float> x;
+  std::vector<std::uint8_t> y;
+};
+inline LabelledBatch random_labelled_batch(int n, std::size_t features, int classes,
+                                           std::uint64_t seed, double lo = -1, double hi = 1) {
+  SplitMix64 r(seed);
+  LabelledBatch b;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(n) * features; ++i)
+    b.x.push_back(static_cast<float>(lo + (hi - lo) * r.uniform()));
+  for (int i = 0; i < n; ++i) b.y.push_back(static_cast<std::uint8_t>(r.below(classes)));
+  return b;
+}
+
 // Test-name suffix of an ISA-parametrised test: isa_name with '-' → '_' ("neon_dot"), since
 // GoogleTest names allow only letters, digits and underscores.
 inline std::string isa_test_name(const ::testing::TestParamInfo<kernels::Isa>& info) {

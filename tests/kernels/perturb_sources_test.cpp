@@ -14,6 +14,7 @@
 #include <omp.h>
 #endif
 
+#include "../support.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/kernels/perturb.hpp"
 
@@ -165,30 +166,34 @@ TEST(PezoPool, ScaledToTheExpectedGaussianNorm) {
   }
 }
 
-TEST(PezoPool, WindowsArePeriodicAndThreadIndependent) {
-  const std::size_t N = 4095, n = 107786;
-  const Perturber pz(PerturbSource::kPezoPool, best_isa(), {N, false, 7});
-  std::vector<float> want(n, 0.5f);
-  const std::size_t o = pz.pool_offset(11, 2);
-  for (std::size_t i = 0; i < n; ++i) want[i] = want[i] + 0.25f * pz.pool()[(o + i) % N];
-  std::vector<float> z(n);
-  pz.fill(z.data(), n, 11, 2, 0);
-  for (std::size_t i = 0; i + N < n; i += 97) ASSERT_EQ(bits(z[i]), bits(z[i + N])) << i;
-  const std::size_t cut = 12345;  // a range in two pieces is the range in one
+// z = fill(seed 11, stream 2) of n elements: a range filled in two pieces (cut at 12,345) is
+// the range in one, and perturb gives θ + 0.25·z bit for bit with 1, 2 and 3 threads.
+void expect_regenerable(const Perturber& pz, const std::vector<float>& z) {
+  const std::size_t n = z.size(), cut = 12345;
   std::vector<float> part(n);
   pz.fill(part.data(), cut, 11, 2, 0);
   pz.fill(part.data() + cut, n - cut, 11, 2, cut);
   EXPECT_EQ(std::memcmp(part.data(), z.data(), n * sizeof(float)), 0);
-#ifdef ZT_OPENMP
-  const int saved = omp_get_max_threads();
+  std::vector<float> want(n, 0.5f);
+  for (std::size_t i = 0; i < n; ++i) want[i] = want[i] + 0.25f * z[i];
   for (int threads : {1, 2, 3}) {
-    omp_set_num_threads(threads);
-    std::vector<float> theta(n, 0.5f);
-    pz.perturb(theta.data(), n, 11, 2, 0, 0.25f);
-    EXPECT_EQ(std::memcmp(theta.data(), want.data(), n * sizeof(float)), 0) << threads;
+    test::with_threads(threads, [&] {
+      std::vector<float> theta(n, 0.5f);
+      pz.perturb(theta.data(), n, 11, 2, 0, 0.25f);
+      EXPECT_EQ(std::memcmp(theta.data(), want.data(), n * sizeof(float)), 0) << threads;
+    });
   }
-  omp_set_num_threads(saved);
-#endif
+}
+
+TEST(PezoPool, WindowsArePeriodicAndThreadIndependent) {
+  const std::size_t N = 4095, n = 107786;
+  const Perturber pz(PerturbSource::kPezoPool, best_isa(), {N, false, 7});
+  const std::size_t o = pz.pool_offset(11, 2);
+  std::vector<float> z(n);
+  pz.fill(z.data(), n, 11, 2, 0);
+  for (std::size_t i = 0; i < n; i += 13) ASSERT_EQ(bits(z[i]), bits(pz.pool()[(o + i) % N])) << i;
+  for (std::size_t i = 0; i + N < n; i += 97) ASSERT_EQ(bits(z[i]), bits(z[i + N])) << i;
+  expect_regenerable(pz, z);
   EXPECT_NE(pz.pool_offset(11, 2), pz.pool_offset(12, 2));  // the step seed moves the window
 }
 
@@ -286,23 +291,7 @@ TEST(PezoOnTheFly, RegenerationIsSplitAndThreadIndependent) {
   for (float v : z) sq += double(v) * v, sum += v;
   EXPECT_NEAR(sq / n, 4.0 / 3.0, 0.1);  // the ×2 power-of-two scale is PeZO's 15 % above 1
   EXPECT_NEAR(sum / n, 0.0, 0.02);
-  std::vector<float> want(n, 0.5f);
-  for (std::size_t i = 0; i < n; ++i) want[i] = want[i] + 0.25f * z[i];
-  const std::size_t cut = 12345;  // not a multiple of n = 31: the chunk straddles the cut
-  std::vector<float> part(n);
-  pz.fill(part.data(), cut, 11, 2, 0);
-  pz.fill(part.data() + cut, n - cut, 11, 2, cut);
-  EXPECT_EQ(std::memcmp(part.data(), z.data(), n * sizeof(float)), 0);
-#ifdef ZT_OPENMP
-  const int saved = omp_get_max_threads();
-  for (int threads : {1, 2, 3}) {
-    omp_set_num_threads(threads);
-    std::vector<float> theta(n, 0.5f);
-    pz.perturb(theta.data(), n, 11, 2, 0, 0.25f);
-    EXPECT_EQ(std::memcmp(theta.data(), want.data(), n * sizeof(float)), 0) << threads;
-  }
-  omp_set_num_threads(saved);
-#endif
+  expect_regenerable(pz, z);  // the cut is not a multiple of n = 31: a chunk straddles it
   std::vector<float> other(n);
   pz.fill(other.data(), n, 12, 2, 0);  // another step seed: other phases
   EXPECT_NE(std::memcmp(other.data(), z.data(), n * sizeof(float)), 0);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "../support.hpp"
 #include "zotrain/core/rng.hpp"
 #include "zotrain/kernels/perturb.hpp"
 #include "zotrain/nn/activation.hpp"
@@ -35,17 +36,9 @@ std::unique_ptr<nn::Model> tiny_mlp() {
   return m;
 }
 
-struct Batch {
-  std::vector<float> x;
-  std::vector<std::uint8_t> y;
-};
-
+using Batch = test::LabelledBatch;
 Batch random_batch(int n, std::size_t features, int classes, std::uint64_t seed) {
-  SplitMix64 r(seed);
-  Batch b;
-  for (std::size_t i = 0; i < n * features; ++i) b.x.push_back(2 * r.uniform() - 1);
-  for (int i = 0; i < n; ++i) b.y.push_back(static_cast<std::uint8_t>(r.below(classes)));
-  return b;
+  return test::random_labelled_batch(n, features, classes, seed);
 }
 
 double cosine(const std::vector<double>& a, const std::vector<double>& b) {
