@@ -103,7 +103,7 @@ std::unique_ptr<Engine> make_int8_engine(const config::ExperimentConfig& cfg, in
                                          int threads);
 
 // Shared by the engines: a tensor of a checkpoint, checked to exist with the given dtype and
-// element count (throws zt::Error naming the file and tensor).
+// element count, and I8 values in [−127, 127] (throws zt::Error naming the file and tensor).
 const StoredTensor& checkpoint_tensor(const TensorFile& f, const std::string& name,
                                       const std::string& dtype, std::size_t numel,
                                       const std::string& path);

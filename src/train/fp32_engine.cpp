@@ -226,6 +226,12 @@ const StoredTensor& checkpoint_tensor(const TensorFile& f, const std::string& na
   if (t.dtype != dtype || count != numel)
     throw Error(path + ": tensor '" + name + "' is " + t.dtype + " with " + std::to_string(count) +
                 " elements; the model expects " + dtype + " with " + std::to_string(numel));
+  // Int8 tensors hold values in [−127, 127] (the NITI range; the int8 products rely on it).
+  if (dtype == "I8")
+    for (std::size_t i = 0; i < t.bytes.size(); ++i)
+      if (static_cast<std::int8_t>(t.bytes[i]) == -128)
+        throw Error(path + ": tensor '" + name + "' holds −128 at element " + std::to_string(i) +
+                    "; int8 values must be in [−127, 127]");
   return t;
 }
 

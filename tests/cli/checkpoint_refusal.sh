@@ -6,7 +6,8 @@
 # converts between precisions by design), another checkpoint format (a later zotrain), a
 # truncated file, a header length past the end, data_offsets past the end, two tensors'
 # data_offsets overlapping, a shape and a dtype that do not match the byte count, a metadata
-# number that is not one; and for --resume a truncated or missing optimizer file.
+# number that is not one, an int8 weight of −128 (outside the int8 range); and for --resume a
+# truncated or missing optimizer file.
 # Usage: checkpoint_refusal.sh ZOTRAIN REPO OUTDIR
 set -euo pipefail
 zotrain="$1" repo="$2" out="$3/checkpoint-refusal"
@@ -89,6 +90,10 @@ for c in "truncated|reach past the [0-9]+ bytes of data" "header-length|header l
   refuse_init "${c%%|*}" "${c#*|}" "${out}/${c%%|*}.safetensors"
 done
 refuse_resume metadata "metadata .epoch. is .two., not a count" "${out}/metadata.safetensors"
+
+# An int8 weight of −128: --init-from (int8 into this FP32 run) names the tensor.
+forge "${out}/int8/checkpoint.safetensors" "${out}/int8-min.safetensors" int8-min
+refuse_init int8-min "tensor '.*' holds −128 at element 2; int8 values must be in \[−127, 127\]" "${out}/int8-min.safetensors"
 
 # The optimizer file: truncated, missing.
 forge "${out}/lenet/optimizer.safetensors" "${out}/optimizer-truncated.safetensors" truncate:100

@@ -9,6 +9,7 @@ Usage: forge_safetensors.py SRC DST CHANGE...
   offsets:overlap         the second tensor's data_offsets start 4 bytes inside the first's
   shape:wrong             the first tensor's shape holds one more element per row than its bytes
   dtype:I8                the first tensor's dtype says I8 (the byte count no longer matches)
+  int8-min                the first I8 tensor's 3rd byte becomes -128 (outside the int8 range)
 """
 import json
 import struct
@@ -40,6 +41,10 @@ def main(src, dst, changes):
             header[tensors[0]]["shape"][-1] += 1
         elif change == "dtype:I8":
             header[tensors[0]]["dtype"] = "I8"
+        elif change == "int8-min":
+            first = next(k for k in tensors if header[k]["dtype"] == "I8")
+            at = header[first]["data_offsets"][0] + 2
+            data = data[:at] + b"\x80" + data[at + 1:]
         else:
             sys.exit(f"forge_safetensors: unknown change {change}")
     text = json.dumps(header, separators=(",", ":")).encode()

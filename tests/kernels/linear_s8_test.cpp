@@ -177,8 +177,8 @@ void extreme_values(const Fns& f) {
   for (int B : {1, 17, 64})
     for (int N : {1, 16, 33})
       for (int K : {1, 31, 400}) {
-        for (int xv : {-128, -127, 127})
-          for (int wv : {-128, -127, 127}) {
+        for (int xv : {-127, 0, 127})
+          for (int wv : {-127, 127}) {
             const std::vector<std::int8_t> x(std::size_t(B) * K, static_cast<std::int8_t>(xv)),
                 w(std::size_t(N) * K, static_cast<std::int8_t>(wv)), e(std::size_t(B) * N, static_cast<std::int8_t>(-xv));
             run_and_check(f, B, N, K, x, w, e);
@@ -186,8 +186,8 @@ void extreme_values(const Fns& f) {
         // Alternating extremes.
         std::vector<std::int8_t> x(std::size_t(B) * K), w(std::size_t(N) * K), e(std::size_t(B) * N);
         for (std::size_t i = 0; i < x.size(); ++i) x[i] = i % 3 == 0 ? -127 : 127;
-        for (std::size_t i = 0; i < w.size(); ++i) w[i] = i % 2 == 0 ? 127 : -128;
-        for (std::size_t i = 0; i < e.size(); ++i) e[i] = i % 5 == 0 ? -128 : 127;
+        for (std::size_t i = 0; i < w.size(); ++i) w[i] = i % 2 == 0 ? 127 : -127;
+        for (std::size_t i = 0; i < e.size(); ++i) e[i] = i % 5 == 0 ? -127 : 127;
         run_and_check(f, B, N, K, x, w, e);
       }
 }
@@ -333,8 +333,9 @@ TEST(LinearS8MicroTest, PortableIsThePlainLoopKernel) {
 
 // ---- every micro-kernel tile and dot tile directly, against plain loops -------------------------
 // Each (A mode, mr, nv) tile of every available implementation, with and without the rows-mode
-// tail quad, quad offsets (b_off), accumulation and a partial last vector; B bytes and A bytes
-// cover the full range (−128 included), so the int32 sums reach their extremes.
+// tail quad, quad offsets (b_off), accumulation and a partial last vector; A bytes cover the
+// full int8 range and B bytes [−127, 127] (the contract: gemm_s8_neon.cpp adds two products in an
+// int16), so the int32 sums reach their extremes. nq 7 has an odd quad left over after the pairs.
 TEST(LinearS8MicroTileTest, EveryTileMatchesPlainLoops) {
   std::uint64_t seed = 31;
   for (Isa isa : kAllIsas) {
@@ -343,19 +344,24 @@ TEST(LinearS8MicroTileTest, EveryTileMatchesPlainLoops) {
     for (bool rows : {false, true})
       for (int nv = 1; nv <= s8::kMaxNv; ++nv)
         for (int mr = 1; mr <= m.max_mr(rows, nv); ++mr)
-          for (int nq : {1, 2, 7})
-            for (int variant = 0; variant < 4; ++variant) {
+          for (int nq : {1, 2, 3, 4, 7})
+            for (int variant = 0; variant < 5; ++variant) {
               const bool tail = rows && (variant & 1), offsets = variant & 2, accumulate = variant == 3;
+              const bool extreme = variant == 4;  // every product −128 · −127: the int16 pair sums at their limit
               const int lanes = nv * s8::kLanes, n_valid = variant == 1 ? lanes - 5 : lanes;
               const std::string what = std::string(isa_name(isa)) + (rows ? " rows" : " packed") +
                                        " mr=" + std::to_string(mr) + " nv=" + std::to_string(nv) +
                                        " nq=" + std::to_string(nq) + " variant=" + std::to_string(variant);
               // A: [nq][mr][4] packed, or mr rows of 4·nq bytes (+ a separate tail quad).
-              const auto a = random_s8(static_cast<std::size_t>(nq) * mr * 4, seed++, -128, 127);
+              auto a = random_s8(static_cast<std::size_t>(nq) * mr * 4, seed++, -128, 127);
               const auto a_tail = random_s8(static_cast<std::size_t>(mr) * 4, seed++, -128, 127);
-              auto b_s8 = random_s8(static_cast<std::size_t>(nq + 1) * lanes * 4, seed++, -128, 127);
+              auto b_s8 = random_s8(static_cast<std::size_t>(nq + 1) * lanes * 4, seed++, -127, 127);
+              if (extreme) {
+                std::fill(a.begin(), a.end(), std::int8_t{-128});
+                std::fill(b_s8.begin(), b_s8.end(), std::int8_t{-127});
+              }
               std::vector<std::uint8_t> b(b_s8.size());
-              for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<std::uint8_t>(b_s8[i]);
+              for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<std::uint8_t>(b_s8[i]) ^ s8::kBias;
               // Quad q of B at b + off[q]: reversed order when offsets are used.
               std::vector<std::int32_t> off(nq);
               for (int q = 0; q < nq; ++q) off[q] = (offsets ? nq - q : q) * lanes * 4;

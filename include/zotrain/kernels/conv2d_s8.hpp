@@ -3,7 +3,8 @@
 //   forward:          y[B,O,OH,OW]  = Σ_{c,i,j} w[O,C,k,k] · x[B,C,H+pad,W+pad]
 //   backward_input:   dx[B,C,H,W]   = transposed convolution of e[B,O,OH,OW] with w
 //   backward_weights: g[O,C,k,k]    = Σ_b Σ_{oh,ow} e · x  (int64 accumulation, saturated to int32)
-// Outputs are overwritten. `scratch` holds conv2d_s8_scratch_bytes(s, threads) bytes, where
+// Operands are int8 values in [−127, 127], as for linear_s8.hpp. Outputs are overwritten.
+// `scratch` holds conv2d_s8_scratch_bytes(s, threads) bytes, where
 // `threads` ≥ the OpenMP threads the call may use (omp_get_max_threads()). Exact, so every
 // path and thread count gives the same result. No aliasing between inputs and outputs.
 // Unlike the FP32 backward (conv2d.hpp: one call, dw and db accumulated), the two gradients are

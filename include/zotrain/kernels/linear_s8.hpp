@@ -2,8 +2,10 @@
 //   forward:          y[B,N]  = Σ_k x[B,K] · w[N,K]
 //   backward_input:   dx[B,K] = Σ_n e[B,N] · w[N,K]
 //   backward_weights: g[N,K]  = Σ_b e[B,N] · x[B,K]  (accumulated in int64, saturated to int32)
-// Outputs are overwritten. Integer sums are exact, so every path and thread count gives the
-// same result. Large calls split work across OpenMP threads (serial inside a parallel region).
+// Operands are int8 values in [−127, 127], the int8 range of the NITI numerics (quant.hpp);
+// −128 is outside the contract (the A53 kernel adds two products in one int16, which
+// 2·(−128)² overflows). Outputs are overwritten. Integer sums are exact, so every path and
+// thread count gives the same result. Large calls split work across OpenMP threads (serial inside a parallel region).
 // No aliasing between inputs and outputs. Unlike gemm_f32 (gemm.hpp) there is no accumulate
 // flag: g is summed in int64 and saturated to int32 once, and NITI's update consumes it at once
 // (Int8Net::backward), so no caller adds into an output (FP32 does: its trainer adds two passes'

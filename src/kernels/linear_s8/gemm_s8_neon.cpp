@@ -1,7 +1,14 @@
 // NEON int8 micro-kernels for armv7 and ARMv8.0 (Cortex-A53): widening multiplies vmull_s8 give
-// 8 int16 products (2 lanes × 4 terms), vpadalq_s16 adds them pairwise into int32 — no two
-// products ever share an int16 (2 · (−128)² = 32768 would not fit). A lane's 4-term sum is kept
-// as two int32 halves until the end (pair_sums). The tile loops are gemm_s8_neon_impl.hpp.
+// 8 int16 products (2 lanes × 4 terms), vpadalq_s16 adds them pairwise into int32. A lane's
+// 4-term sum is kept as two int32 halves until the end (pair_sums). The tile loops are
+// gemm_s8_neon_impl.hpp.
+//
+// Two quads at a time (step4x2), vmlal_s8 adds the second quad's products into the first's
+// int16 lanes before the one vpadalq_s16: 3 instructions per 16 multiply-accumulates instead of
+// 4 (the A53 issues about one of them per cycle, docs/results/a53-model.md). Two products fit
+// one int16 when one factor avoids −128: |a·b| ≤ 128·127, 2·16 256 = 32 512 < 2^15, but
+// 2·(−128)² = 32 768 does not. So this kernel needs the B operand in [−127, 127], which the
+// int8 kernels' callers guarantee for every operand (the NITI range, quant.hpp); A may be −128.
 #include "gemm_s8_neon_impl.hpp"
 #include "gemm_s8_tables.hpp"
 
@@ -16,6 +23,14 @@ struct Mull {
     acc[1] = vpadalq_s16(acc[1], vmull_high_s8(b, a));
 #else
     acc[1] = vpadalq_s16(acc[1], vmull_s8(vget_high_s8(b), vget_high_s8(a)));
+#endif
+  }
+  static void step4x2(int32x4_t* acc, int8x16_t b, int8x16_t a, int8x16_t b2, int8x16_t a2) {
+    acc[0] = vpadalq_s16(acc[0], vmlal_s8(vmull_s8(vget_low_s8(b), vget_low_s8(a)), vget_low_s8(b2), vget_low_s8(a2)));
+#if defined(__aarch64__)
+    acc[1] = vpadalq_s16(acc[1], vmlal_high_s8(vmull_high_s8(b, a), b2, a2));
+#else
+    acc[1] = vpadalq_s16(acc[1], vmlal_s8(vmull_s8(vget_high_s8(b), vget_high_s8(a)), vget_high_s8(b2), vget_high_s8(a2)));
 #endif
   }
   static int32x4_t finish4(const int32x4_t* acc) { return neon::pair_sums(acc[0], acc[1]); }

@@ -11,6 +11,9 @@ namespace {
 struct Sdot {
   static constexpr int kRegs4 = 1;
   static void step4(int32x4_t* acc, int8x16_t b, int8x16_t a) { acc[0] = vdotq_s32(acc[0], b, a); }
+  static void step4x2(int32x4_t* acc, int8x16_t b, int8x16_t a, int8x16_t b2, int8x16_t a2) {
+    acc[0] = vdotq_s32(vdotq_s32(acc[0], b, a), b2, a2);
+  }
   static int32x4_t finish4(const int32x4_t* acc) { return acc[0]; }
   // MR·NV·4 accumulators + 4·NV B registers + a broadcast within 32 registers.
   static constexpr int max_mr(bool, int nv) { return nv == 1 ? 6 : (nv == 2 ? 2 : 1); }

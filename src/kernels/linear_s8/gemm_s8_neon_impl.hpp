@@ -4,12 +4,15 @@
 //
 // A policy multiplies 16 int8 values of B (4 lanes × a quad) by 16 of A (a broadcast word, or
 // the matching e bytes) into P::kRegs4 int32x4 accumulators per 4 lanes:
-//   step4(acc, b, a)  acc += the 4-term products of each lane, in whatever partial form P keeps
-//   finish4(acc)      the 4 lane sums
+//   step4(acc, b, a)            acc += the 4-term products of each lane, in whatever partial
+//                               form P keeps
+//   step4x2(acc, b, a, b2, a2)  the same for two quads at once (the micro-kernel takes the
+//                               quads of its reduction in pairs)
+//   finish4(acc)                the 4 lane sums
 // B bytes are stored biased (value + 128); the kernels undo it with an xor and multiply the true
 // int8 values, so the micro-kernel results need no correction (MicroArgs::corr is not read).
-// Int8 products are at most 2^14 and every pairwise or 4-way sum is formed in int32 (never two
-// products in an int16), so the kernels stay exact under the same kMaxTerms bound as the others.
+// The sums stay exact under the same kMaxTerms bound as the other kernels; a policy that adds
+// two products in one int16 (Mull::step4x2) needs B in [−127, 127] (gemm_s8_neon.cpp).
 #pragma once
 
 #include <arm_neon.h>
@@ -57,33 +60,59 @@ struct Kernels {
       for (int v = 0; v < NV; ++v)
 #pragma GCC unroll 16
         for (int j = 0; j < 4 * R; ++j) acc[m][v][j] = vdupq_n_s32(0);
+    // One quad (A words a_of(m), B vectors at bq), or two (and a2_of, bq2).
     const auto step = [&](const std::uint8_t* bq, const auto& a_of) {
-      int8x16_t b[NV][4];
+      int8x16_t a[MR];
+#pragma GCC unroll 8
+      for (int m = 0; m < MR; ++m) a[m] = broadcast_word(a_of(m));
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v)
 #pragma GCC unroll 4
-        for (int j = 0; j < 4; ++j) b[v][j] = load_unbiased(bq + v * p.b_vec + 16 * j);
+        for (int j = 0; j < 4; ++j) {
+          const int8x16_t b = load_unbiased(bq + v * p.b_vec + 16 * j);
+#pragma GCC unroll 8
+          for (int m = 0; m < MR; ++m) P::step4(&acc[m][v][j * R], b, a[m]);
+        }
+    };
+    const auto step2 = [&](const std::uint8_t* bq, const auto& a_of, const std::uint8_t* bq2, const auto& a2_of) {
+      int8x16_t a[MR], a2[MR];
 #pragma GCC unroll 8
       for (int m = 0; m < MR; ++m) {
-        const int8x16_t a = broadcast_word(a_of(m));
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v)
-#pragma GCC unroll 4
-          for (int j = 0; j < 4; ++j) P::step4(&acc[m][v][j * R], b[v][j], a);
+        a[m] = broadcast_word(a_of(m));
+        a2[m] = broadcast_word(a2_of(m));
       }
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v)
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) {
+          const int8x16_t b = load_unbiased(bq + v * p.b_vec + 16 * j);
+          const int8x16_t b2 = load_unbiased(bq2 + v * p.b_vec + 16 * j);
+#pragma GCC unroll 8
+          for (int m = 0; m < MR; ++m) P::step4x2(&acc[m][v][j * R], b, a[m], b2, a2[m]);
+        }
     };
     const int nq_main = kRows && p.a_tail != nullptr ? p.nq - 1 : p.nq;
     const auto b_at = [&](int q) { return p.b + (p.b_off != nullptr ? p.b_off[q] : q * p.b_step); };
-    if constexpr (kRows) {
-      const std::int8_t* rows[MR];
-#pragma GCC unroll 8
-      for (int m = 0; m < MR; ++m) rows[m] = p.a_rows[m];
-      for (int q = 0; q < nq_main; ++q) step(b_at(q), [&](int m) { return rows[m] + q * p.a_step; });
-      if (nq_main < p.nq) step(b_at(nq_main), [&](int m) { return p.a_tail + 4 * m; });
-    } else {
-      const std::int8_t* aq = p.a;
-      for (int q = 0; q < p.nq; ++q, aq += p.a_step) step(b_at(q), [&](int m) { return aq + 4 * m; });
-    }
+    // A word m of quad q (q < nq_main), or of the tail quad (q = nq_main < nq).
+    const auto a_word = [&](int q, int m) -> const std::int8_t* {
+      if constexpr (kRows)
+        return q < nq_main ? p.a_rows[m] + q * p.a_step : p.a_tail + 4 * m;
+      else
+        return p.a + q * p.a_step + 4 * m;
+    };
+    const auto main_word = [&](int q, int m) {
+      if constexpr (kRows)
+        return p.a_rows[m] + q * p.a_step;
+      else
+        return p.a + q * p.a_step + 4 * m;
+    };
+    int q = 0;
+    for (; q + 2 <= nq_main; q += 2)
+      step2(b_at(q), [&](int m) { return main_word(q, m); }, b_at(q + 1), [&](int m) { return main_word(q + 1, m); });
+    if (q + 2 == p.nq)  // an odd main quad and the tail
+      step2(b_at(q), [&](int m) { return a_word(q, m); }, b_at(q + 1), [&](int m) { return a_word(q + 1, m); });
+    else if (q + 1 == p.nq)
+      step(b_at(q), [&](int m) { return a_word(q, m); });
     // Lane sums; full vectors of a plain store go straight out, the rest through the shared
     // scalar store.
 #pragma GCC unroll 8
