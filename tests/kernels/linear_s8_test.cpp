@@ -413,6 +413,17 @@ TEST(LinearS8MicroTileTest, EveryTileMatchesPlainLoops) {
   }
 }
 
+// The canvas store's run copy: exactly n values for every run length a 16-lane vector can hold.
+TEST(LinearS8MicroTileTest, CopyRunCopiesExactlyTheRun) {
+  std::int32_t src[s8::kLanes];
+  for (int l = 0; l < s8::kLanes; ++l) src[l] = 1000 + l;
+  for (int n = 0; n <= s8::kLanes; ++n) {
+    std::vector<std::int32_t> dst(s8::kLanes + 4, -7);
+    s8::copy_run(dst.data(), src, n);
+    for (int l = 0; l < s8::kLanes + 4; ++l) EXPECT_EQ(dst[l], l < n ? 1000 + l : -7) << "n=" << n << " l=" << l;
+  }
+}
+
 TEST(LinearS8MicroTileTest, EveryDotTileMatchesPlainLoops) {
   std::uint64_t seed = 77;
   for (Isa isa : kAllIsas) {

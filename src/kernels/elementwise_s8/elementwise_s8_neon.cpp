@@ -66,6 +66,24 @@ void maxpool2x2_forward_s8_neon(int planes, int h, int w, const std::int8_t* x, 
         const int8x16x2_t a = vld2q_s8(r0 + 2 * j), c = vld2q_s8(r1 + 2 * j);  // even / odd columns
         vst1q_s8(yr + j, vmaxq_s8(vmaxq_s8(a.val[0], a.val[1]), vmaxq_s8(c.val[0], c.val[1])));
       }
+      // 8 outputs at a time; a last partial group (ow ≥ 8) is redone as the 8 ending at ow,
+      // which rewrites some outputs with the same values (LeNet-5's 28 × 28 maps: ow = 14).
+      const auto eight = [&](int at) {
+        const int8x8x2_t a = vld2_s8(r0 + 2 * at), c = vld2_s8(r1 + 2 * at);
+        vst1_s8(yr + at, vmax_s8(vmax_s8(a.val[0], a.val[1]), vmax_s8(c.val[0], c.val[1])));
+      };
+      for (; j + 8 <= ow; j += 8) eight(j);
+      if (j < ow && ow >= 8) {
+        eight(ow - 8);
+        j = ow;
+      }
+      // 4 ≤ ow < 8 (LeNet-5's 10 × 10 maps), all rows but the plane's last: the 8 outputs
+      // spill 8 − ow garbage values into the next output row, which is written after, and read
+      // 16 bytes of each input row, which stay inside the plane (w ≥ 8, two rows further).
+      if (j == 0 && ow >= 4 && i + 1 < oh) {
+        eight(0);
+        j = ow;
+      }
       for (; j < ow; ++j)
         yr[j] = std::max(std::max(r0[2 * j], r0[2 * j + 1]), std::max(r1[2 * j], r1[2 * j + 1]));
     }
@@ -100,6 +118,25 @@ void maxpool2x2_backward_s8_neon(int planes, int h, int w, const std::int8_t* x,
         const auto pick = [&](uint8x16_t m) { return vandq_s8(g, vreinterpretq_s8_u8(m)); };
         vst2q_s8(d0 + 2 * j, (int8x16x2_t{{pick(e00), pick(e01)}}));
         vst2q_s8(d1 + 2 * j, (int8x16x2_t{{pick(e10), pick(e11)}}));
+      }
+      // 8 windows at a time; the last partial group redone as the 8 ending at ow (as forward).
+      const auto eight = [&](int at) {
+        const int8x8x2_t top = vld2_s8(r0 + 2 * at), bot = vld2_s8(r1 + 2 * at);
+        const int8x8_t mx = vmax_s8(vmax_s8(top.val[0], top.val[1]), vmax_s8(bot.val[0], bot.val[1]));
+        const uint8x8_t e00 = vceq_s8(top.val[0], mx);
+        const uint8x8_t e01 = vbic_u8(vceq_s8(top.val[1], mx), e00);
+        const uint8x8_t seen = vorr_u8(e00, e01);
+        const uint8x8_t e10 = vbic_u8(vceq_s8(bot.val[0], mx), seen);
+        const uint8x8_t e11 = vmvn_u8(vorr_u8(seen, e10));
+        const int8x8_t g = vld1_s8(dyr + at);
+        const auto pick = [&](uint8x8_t m) { return vand_s8(g, vreinterpret_s8_u8(m)); };
+        vst2_s8(d0 + 2 * at, (int8x8x2_t{{pick(e00), pick(e01)}}));
+        vst2_s8(d1 + 2 * at, (int8x8x2_t{{pick(e10), pick(e11)}}));
+      };
+      for (; j + 8 <= ow; j += 8) eight(j);
+      if (j < ow && ow >= 8) {
+        eight(ow - 8);
+        j = ow;
       }
       for (; j < ow; ++j) {
         const int at = first_max(r0, r1, j);

@@ -113,6 +113,20 @@ extern const MicroKernel micro_kernel_neon_dot;
 // this build lacks falls back). kReference, which has no micro-kernel, gives the portable one.
 const MicroKernel& micro_kernel(Isa isa);
 
+// dst[l] = src[l] for a run of n ≤ kLanes (16) int32 values: up to four 4-value blocks, the
+// last one ending at n (overlapping its predecessor when n is not a multiple of 4); n < 4 one
+// by one. No loop, so a tile's store is a few vector moves.
+inline void copy_run(std::int32_t* __restrict dst, const std::int32_t* __restrict src, int n) {
+  if (n < 4) {
+    for (int l = 0; l < n; ++l) dst[l] = src[l];
+    return;
+  }
+  std::memcpy(dst, src, 16);
+  if (n > 8) std::memcpy(dst + 4, src + 4, 16);
+  if (n > 12) std::memcpy(dst + 8, src + 8, 16);
+  if (n > 4) std::memcpy(dst + n - 4, src + n - 4, 16);
+}
+
 // Writes row m of a finished tile from its `lanes` sums acc[l] (l < lanes, a multiple of 16):
 // C = (accumulate ? C : 0) + acc − corr_m for lanes < n_valid, or the canvas runs when set.
 inline void store_tile_row(const MicroArgs& p, int m, const std::int32_t* acc, int lanes, std::int32_t corr_m) {
@@ -121,7 +135,10 @@ inline void store_tile_row(const MicroArgs& p, int m, const std::int32_t* acc, i
     for (int v = 0; v < lanes / kLanes; ++v)
       for (int i = 0; i < p.nruns[v]; ++i) {
         const CanvasRun& r = p.runs[v * kMaxRuns + i];
-        for (int l = 0; l < r.count; ++l) c[r.dst + l] = acc[v * kLanes + r.first + l] - corr_m;
+        if (corr_m == 0)  // the NEON kernels
+          copy_run(c + r.dst, acc + v * kLanes + r.first, r.count);
+        else
+          for (int l = 0; l < r.count; ++l) c[r.dst + l] = acc[v * kLanes + r.first + l] - corr_m;
       }
     return;
   }
