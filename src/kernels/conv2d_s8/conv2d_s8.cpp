@@ -260,21 +260,21 @@ void canvas_sample(const MicroKernel& micro, const Canvas& cv, const TilePlan& p
   }
   // Tiles: rows × groups of position vectors, stored straight into the output planes.
   const ptrdiff_t out_plane = static_cast<ptrdiff_t>(cv.out_h) * cv.out_w;
+  MicroArgs a;  // the fields every tile shares; the loops set the rest
+  a.nq = cv.nq;
+  a.a_step = 4 * static_cast<ptrdiff_t>(cv.rows);
+  a.b_off = boff;
+  a.ldc = out_plane;
   for (int rb = 0; rb < plan.row_blocks; ++rb) {
     int m0, mr;
     block_of(cv.rows, plan.row_blocks, rb, m0, mr);
+    a.a = apack + 4 * m0;
+    a.c = out + m0 * out_plane;
+    a.corr = corr + m0;
     for (int gi = 0; gi < plan.groups; ++gi) {
       const int p0 = gi * plan.nv, nv = std::min(plan.nv, cv.panels - p0);
-      MicroArgs a;
-      a.nq = cv.nq;
-      a.a = apack + 4 * m0;
-      a.a_step = 4 * static_cast<ptrdiff_t>(cv.rows);
       a.b = ex + 4 * (cv.pos0 + static_cast<ptrdiff_t>(p0) * kLanes);
-      a.b_off = boff;
-      a.c = out + m0 * out_plane;
-      a.ldc = out_plane;
       a.n_valid = std::min(nv * kLanes, cv.npos - p0 * kLanes);
-      a.corr = corr + m0;
       a.runs = runs + p0 * kMaxRuns;
       a.nruns = nruns + p0;
       micro.run_micro(false, mr, nv, a);

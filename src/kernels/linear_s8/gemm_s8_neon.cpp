@@ -15,6 +15,202 @@
 namespace zt::kernels::s8 {
 namespace {
 
+#if defined(__aarch64__)
+// The quad loop of the 2-row × 16-lane tile (the one LeNet-5's convolutions run on) in assembly:
+// GCC 12 keeps 4 of its 16 accumulators on the stack and issues all products back to back,
+// which the A53 model charges 102 cycles per pair of quads; scheduled by hand (each chain's
+// SMULL, SMLAL and SADALP 6 instructions apart, the next vectors' loads and EORs in between,
+// no spills) it is charged 82 (B at a stride) and 90 (B at quad offsets, whose pointer is
+// loaded at the top of the pair). Registers: v8–v23 the accumulators, in the order of
+// Kernels::micro's acc[m][0][2j + half] (row m, lanes 4j..4j+3); v24/v25 the A words of rows
+// 0/1 for quad q and v26/v27 for quad q + 1; v28/v29 and v30/v31 B vectors j of quads q and
+// q + 1, alternating; v0–v3 the int16 products; v7 the 0x80 bias. The odd quad after the pairs
+// (ZT_S8_SINGLE) takes 45 cycles on the model.
+#define ZT_S8_PAIRS_LOOP(TOP, FILLER) \
+  "1:\n" \
+  TOP \
+  "ldr q28, [%[p0]]\n" \
+  "ldr q29, [%[p1]]\n" \
+  "ldr q30, [%[p0], #16]\n" \
+  "ldr q31, [%[p1], #16]\n" \
+  "eor v28.16b, v28.16b, v7.16b\n" \
+  "eor v29.16b, v29.16b, v7.16b\n" \
+  "smull v0.8h, v28.8b, v24.8b\n" \
+  "smull2 v1.8h, v28.16b, v24.16b\n" \
+  "smull v2.8h, v28.8b, v25.8b\n" \
+  "smull2 v3.8h, v28.16b, v25.16b\n" \
+  "eor v30.16b, v30.16b, v7.16b\n" \
+  "eor v31.16b, v31.16b, v7.16b\n" \
+  "smlal v0.8h, v29.8b, v26.8b\n" \
+  "smlal2 v1.8h, v29.16b, v26.16b\n" \
+  "smlal v2.8h, v29.8b, v27.8b\n" \
+  "smlal2 v3.8h, v29.16b, v27.16b\n" \
+  "ldr q28, [%[p0], #32]\n" \
+  "ldr q29, [%[p1], #32]\n" \
+  "sadalp v8.4s, v0.8h\n" \
+  "sadalp v9.4s, v1.8h\n" \
+  "sadalp v16.4s, v2.8h\n" \
+  "sadalp v17.4s, v3.8h\n" \
+  "smull v0.8h, v30.8b, v24.8b\n" \
+  "smull2 v1.8h, v30.16b, v24.16b\n" \
+  "smull v2.8h, v30.8b, v25.8b\n" \
+  "smull2 v3.8h, v30.16b, v25.16b\n" \
+  "eor v28.16b, v28.16b, v7.16b\n" \
+  "eor v29.16b, v29.16b, v7.16b\n" \
+  "smlal v0.8h, v31.8b, v26.8b\n" \
+  "smlal2 v1.8h, v31.16b, v26.16b\n" \
+  "smlal v2.8h, v31.8b, v27.8b\n" \
+  "smlal2 v3.8h, v31.16b, v27.16b\n" \
+  "ldr q30, [%[p0], #48]\n" \
+  "ldr q31, [%[p1], #48]\n" \
+  "sadalp v10.4s, v0.8h\n" \
+  "sadalp v11.4s, v1.8h\n" \
+  "sadalp v18.4s, v2.8h\n" \
+  "sadalp v19.4s, v3.8h\n" \
+  "smull v0.8h, v28.8b, v24.8b\n" \
+  "smull2 v1.8h, v28.16b, v24.16b\n" \
+  "smull v2.8h, v28.8b, v25.8b\n" \
+  "smull2 v3.8h, v28.16b, v25.16b\n" \
+  "eor v30.16b, v30.16b, v7.16b\n" \
+  "eor v31.16b, v31.16b, v7.16b\n" \
+  "smlal v0.8h, v29.8b, v26.8b\n" \
+  "smlal2 v1.8h, v29.16b, v26.16b\n" \
+  "smlal v2.8h, v29.8b, v27.8b\n" \
+  "smlal2 v3.8h, v29.16b, v27.16b\n" \
+  "add %[a0], %[a0], %[astep2]\n" \
+  "add %[a1], %[a1], %[astep2]\n" \
+  "sadalp v12.4s, v0.8h\n" \
+  "sadalp v13.4s, v1.8h\n" \
+  "sadalp v20.4s, v2.8h\n" \
+  "sadalp v21.4s, v3.8h\n" \
+  "smull v0.8h, v30.8b, v24.8b\n" \
+  "smull2 v1.8h, v30.16b, v24.16b\n" \
+  "smull v2.8h, v30.8b, v25.8b\n" \
+  "smull2 v3.8h, v30.16b, v25.16b\n" \
+  FILLER \
+  "smlal v0.8h, v31.8b, v26.8b\n" \
+  "smlal2 v1.8h, v31.16b, v26.16b\n" \
+  "smlal v2.8h, v31.8b, v27.8b\n" \
+  "smlal2 v3.8h, v31.16b, v27.16b\n" \
+  "add %[a2], %[a2], %[astep2]\n" \
+  "add %[a3], %[a3], %[astep2]\n" \
+  "subs %w[n], %w[n], #1\n" \
+  "sadalp v14.4s, v0.8h\n" \
+  "sadalp v15.4s, v1.8h\n" \
+  "sadalp v22.4s, v2.8h\n" \
+  "sadalp v23.4s, v3.8h\n" \
+  "b.ne 1b\n"
+
+#define ZT_S8_LOAD_A \
+  "ld1r {v24.4s}, [%[a0]]\n" \
+  "ld1r {v25.4s}, [%[a1]]\n" \
+  "ld1r {v26.4s}, [%[a2]]\n" \
+  "ld1r {v27.4s}, [%[a3]]\n"
+
+// One quad (the odd one after the pairs): rows 0/1 only, temporaries v0–v6 and v26.
+#define ZT_S8_SINGLE(TOP) \
+  TOP \
+  "ld1r {v24.4s}, [%[a0]]\n" \
+  "ld1r {v25.4s}, [%[a1]]\n" \
+  "ldr q28, [%[p0]]\n" \
+  "ldr q29, [%[p0], #16]\n" \
+  "ldr q30, [%[p0], #32]\n" \
+  "ldr q31, [%[p0], #48]\n" \
+  "eor v28.16b, v28.16b, v7.16b\n" \
+  "eor v29.16b, v29.16b, v7.16b\n" \
+  "eor v30.16b, v30.16b, v7.16b\n" \
+  "eor v31.16b, v31.16b, v7.16b\n" \
+  "smull v0.8h, v28.8b, v24.8b\n" \
+  "smull2 v1.8h, v28.16b, v24.16b\n" \
+  "smull v2.8h, v28.8b, v25.8b\n" \
+  "smull2 v3.8h, v28.16b, v25.16b\n" \
+  "smull v4.8h, v29.8b, v24.8b\n" \
+  "smull2 v5.8h, v29.16b, v24.16b\n" \
+  "smull v6.8h, v29.8b, v25.8b\n" \
+  "smull2 v26.8h, v29.16b, v25.16b\n" \
+  "sadalp v8.4s, v0.8h\n" \
+  "sadalp v9.4s, v1.8h\n" \
+  "sadalp v16.4s, v2.8h\n" \
+  "sadalp v17.4s, v3.8h\n" \
+  "smull v0.8h, v30.8b, v24.8b\n" \
+  "smull2 v1.8h, v30.16b, v24.16b\n" \
+  "smull v2.8h, v30.8b, v25.8b\n" \
+  "smull2 v3.8h, v30.16b, v25.16b\n" \
+  "sadalp v10.4s, v4.8h\n" \
+  "sadalp v11.4s, v5.8h\n" \
+  "sadalp v18.4s, v6.8h\n" \
+  "sadalp v19.4s, v26.8h\n" \
+  "smull v4.8h, v31.8b, v24.8b\n" \
+  "smull2 v5.8h, v31.16b, v24.16b\n" \
+  "smull v6.8h, v31.8b, v25.8b\n" \
+  "smull2 v26.8h, v31.16b, v25.16b\n" \
+  "sadalp v12.4s, v0.8h\n" \
+  "sadalp v13.4s, v1.8h\n" \
+  "sadalp v20.4s, v2.8h\n" \
+  "sadalp v21.4s, v3.8h\n" \
+  "sadalp v14.4s, v4.8h\n" \
+  "sadalp v15.4s, v5.8h\n" \
+  "sadalp v22.4s, v6.8h\n" \
+  "sadalp v23.4s, v26.8h\n"
+
+
+// acc[0..15] = the sums over quads q < nq (nq ≥ 1: pairs, then the odd one) of rows a0, a1
+// (quad q of a row at row + q·a_step) and B (quad q at b + b_off[q], or b + q·b_step when b_off
+// is null).
+void quads_2x1(int32x4_t* acc, const std::int8_t* a0, const std::int8_t* a1, ptrdiff_t a_step,
+               const std::uint8_t* b, const std::int32_t* b_off, ptrdiff_t b_step, int nq) {
+  const std::int8_t *a2 = a0 + a_step, *a3 = a1 + a_step;
+  const ptrdiff_t astep2 = 2 * a_step;
+  int np = nq / 2;
+  const int odd = nq % 2;
+#define ZT_S8_PAIRS_START                                                                          \
+  "movi v7.16b, #0x80\n"                                                                          \
+  "movi v8.4s, #0\n movi v9.4s, #0\n movi v10.4s, #0\n movi v11.4s, #0\n"                         \
+  "movi v12.4s, #0\n movi v13.4s, #0\n movi v14.4s, #0\n movi v15.4s, #0\n"                       \
+  "movi v16.4s, #0\n movi v17.4s, #0\n movi v18.4s, #0\n movi v19.4s, #0\n"                       \
+  "movi v20.4s, #0\n movi v21.4s, #0\n movi v22.4s, #0\n movi v23.4s, #0\n"                       \
+  "cbz %w[n], 3f\n"
+#define ZT_S8_PAIRS_STORE                                                                          \
+  "4:\n"                                                                                           \
+  "st1 {v8.4s, v9.4s, v10.4s, v11.4s}, [%[acc]], #64\n"                                            \
+  "st1 {v12.4s, v13.4s, v14.4s, v15.4s}, [%[acc]], #64\n"                                          \
+  "st1 {v16.4s, v17.4s, v18.4s, v19.4s}, [%[acc]], #64\n"                                          \
+  "st1 {v20.4s, v21.4s, v22.4s, v23.4s}, [%[acc]], #64\n"
+#define ZT_S8_PAIRS_CLOBBERS                                                                       \
+  "cc", "memory", "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12",  \
+      "v13", "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25",   \
+      "v26", "v27", "v28", "v29", "v30", "v31"
+  if (b_off != nullptr) {
+    std::uint64_t p0, p1;
+    asm volatile(ZT_S8_PAIRS_START ZT_S8_PAIRS_LOOP(
+                     "ldpsw %[p0], %[p1], [%[off]], #8\n" ZT_S8_LOAD_A "add %[p0], %[b], %[p0]\n"
+                     "add %[p1], %[b], %[p1]\n",
+                     "") "3:\n tbz %w[odd], #0, 4f\n" ZT_S8_SINGLE("ldrsw %[p0], [%[off]]\n add %[p0], %[b], %[p0]\n")
+                     ZT_S8_PAIRS_STORE
+                 : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [off] "+r"(b_off), [n] "+r"(np),
+                   [acc] "+r"(acc), [p0] "=&r"(p0), [p1] "=&r"(p1)
+                 : [b] "r"(b), [astep2] "r"(astep2), [odd] "r"(odd)
+                 : ZT_S8_PAIRS_CLOBBERS);
+  } else {
+    const std::uint8_t *p0 = b, *p1 = b + b_step;
+    const ptrdiff_t bstep2 = 2 * b_step;
+    asm volatile(ZT_S8_PAIRS_START ZT_S8_PAIRS_LOOP(
+                     ZT_S8_LOAD_A, "add %[p0], %[p0], %[bstep2]\n add %[p1], %[p1], %[bstep2]\n")
+                     "3:\n tbz %w[odd], #0, 4f\n" ZT_S8_SINGLE("") ZT_S8_PAIRS_STORE
+                 : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [n] "+r"(np), [acc] "+r"(acc),
+                   [p0] "+r"(p0), [p1] "+r"(p1)
+                 : [astep2] "r"(astep2), [bstep2] "r"(bstep2), [odd] "r"(odd)
+                 : ZT_S8_PAIRS_CLOBBERS);
+  }
+}
+#undef ZT_S8_PAIRS_START
+#undef ZT_S8_PAIRS_STORE
+#undef ZT_S8_PAIRS_CLOBBERS
+#undef ZT_S8_PAIRS_LOOP
+#undef ZT_S8_LOAD_A
+#undef ZT_S8_SINGLE
+#endif
+
 struct Mull {
   static constexpr int kRegs4 = 2;  // [lane 0 half a, half b, lane 1 a, b], then lanes 2, 3
   static void step4(int32x4_t* acc, int8x16_t b, int8x16_t a) {
@@ -34,6 +230,16 @@ struct Mull {
 #endif
   }
   static int32x4_t finish4(const int32x4_t* acc) { return neon::pair_sums(acc[0], acc[1]); }
+  // The 2 × 1 tile's quads in assembly (aarch64; see quads_2x1).
+#if defined(__aarch64__)
+  static constexpr bool kAsm2x1 = true;
+  static void quads_2x1(int32x4_t* acc, const std::int8_t* a0, const std::int8_t* a1, ptrdiff_t a_step,
+                        const std::uint8_t* b, const std::int32_t* b_off, ptrdiff_t b_step, int nq) {
+    s8::quads_2x1(acc, a0, a1, a_step, b, b_off, b_step, nq);
+  }
+#else
+  static constexpr bool kAsm2x1 = false;
+#endif
   // MR·NV·8 accumulators + 4·NV B registers + a broadcast: 32 registers on aarch64, 16 on armv7.
   // (GCC 12 already keeps a few accumulators of the 2×1 tile on the stack; 3×1 spills more.)
   static constexpr int max_mr(bool, int nv) {

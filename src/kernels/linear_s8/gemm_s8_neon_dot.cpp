@@ -15,6 +15,7 @@ struct Sdot {
     acc[0] = vdotq_s32(vdotq_s32(acc[0], b, a), b2, a2);
   }
   static int32x4_t finish4(const int32x4_t* acc) { return acc[0]; }
+  static constexpr bool kAsm2x1 = false;
   // MR·NV·4 accumulators + 4·NV B registers + a broadcast within 32 registers.
   static constexpr int max_mr(bool, int nv) { return nv == 1 ? 6 : (nv == 2 ? 2 : 1); }
 };

@@ -9,6 +9,8 @@
 //   step4x2(acc, b, a, b2, a2)  the same for two quads at once (the micro-kernel takes the
 //                               quads of its reduction in pairs)
 //   finish4(acc)                the 4 lane sums
+//   kAsm2x1, quads_2x1          whether P has its own loop over the main quads of the 2 × 1
+//                               tile (gemm_s8_neon.cpp), which starts the accumulators from zero
 // B bytes are stored biased (value + 128); the kernels undo it with an xor and multiply the true
 // int8 values, so the micro-kernel results need no correction (MicroArgs::corr is not read).
 // The sums stay exact under the same kMaxTerms bound as the other kernels; a policy that adds
@@ -54,12 +56,27 @@ struct Kernels {
   template <bool kRows, int MR, int NV>
   static void micro(const MicroArgs& p) {
     int32x4_t acc[MR][NV][4 * R];
+    const int nq_main = kRows && p.a_tail != nullptr ? p.nq - 1 : p.nq;
+    const auto main_word = [&](int q, int m) {
+      if constexpr (kRows)
+        return p.a_rows[m] + q * p.a_step;
+      else
+        return p.a + q * p.a_step + 4 * m;
+    };
+    int q = 0;
+    if constexpr (MR == 2 && NV == 1 && P::kAsm2x1) {  // the policy's own loop over the main quads
+      if (nq_main >= 1) {
+        P::quads_2x1(&acc[0][0][0], main_word(0, 0), main_word(0, 1), p.a_step, p.b, p.b_off, p.b_step, nq_main);
+        q = nq_main;
+      }
+    }
+    if (q == 0)
 #pragma GCC unroll 8
-    for (int m = 0; m < MR; ++m)
+      for (int m = 0; m < MR; ++m)
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v)
+        for (int v = 0; v < NV; ++v)
 #pragma GCC unroll 16
-        for (int j = 0; j < 4 * R; ++j) acc[m][v][j] = vdupq_n_s32(0);
+          for (int j = 0; j < 4 * R; ++j) acc[m][v][j] = vdupq_n_s32(0);
     // One quad (A words a_of(m), B vectors at bq), or two (and a2_of, bq2).
     const auto step = [&](const std::uint8_t* bq, const auto& a_of) {
       int8x16_t a[MR];
@@ -91,7 +108,6 @@ struct Kernels {
           for (int m = 0; m < MR; ++m) P::step4x2(&acc[m][v][j * R], b, a[m], b2, a2[m]);
         }
     };
-    const int nq_main = kRows && p.a_tail != nullptr ? p.nq - 1 : p.nq;
     const auto b_at = [&](int q) { return p.b + (p.b_off != nullptr ? p.b_off[q] : q * p.b_step); };
     // A word m of quad q (q < nq_main), or of the tail quad (q = nq_main < nq).
     const auto a_word = [&](int q, int m) -> const std::int8_t* {
@@ -100,13 +116,6 @@ struct Kernels {
       else
         return p.a + q * p.a_step + 4 * m;
     };
-    const auto main_word = [&](int q, int m) {
-      if constexpr (kRows)
-        return p.a_rows[m] + q * p.a_step;
-      else
-        return p.a + q * p.a_step + 4 * m;
-    };
-    int q = 0;
     for (; q + 2 <= nq_main; q += 2)
       step2(b_at(q), [&](int m) { return main_word(q, m); }, b_at(q + 1), [&](int m) { return main_word(q + 1, m); });
     if (q + 2 == p.nq)  // an odd main quad and the tail
