@@ -154,9 +154,11 @@ namespace {
   "sadalp v23.4s, v26.8h\n"
 
 
-// acc[0..15] = the sums over quads q < nq (nq ≥ 1: pairs, then the odd one) of rows a0, a1
-// (quad q of a row at row + q·a_step) and B (quad q at b + b_off[q], or b + q·b_step when b_off
-// is null).
+// The sums over quads q < nq (nq ≥ 1: pairs, then the odd one) of rows a0, a1 (quad q of a row
+// at row + q·a_step) and B (quad q at b + b_off[q], or b + q·b_step when b_off is null), stored
+// at acc: the 16 accumulators (kFinish false), or the 8 finished lane sums, row m's lanes
+// 4j..4j+3 at acc[4m + j] (kFinish true: pair_sums done by ADDP).
+template <bool kFinish>
 void quads_2x1(int32x4_t* acc, const std::int8_t* a0, const std::int8_t* a1, ptrdiff_t a_step,
                const std::uint8_t* b, const std::int32_t* b_off, ptrdiff_t b_step, int nq) {
   const std::int8_t *a2 = a0 + a_step, *a3 = a1 + a_step;
@@ -171,40 +173,61 @@ void quads_2x1(int32x4_t* acc, const std::int8_t* a0, const std::int8_t* a1, ptr
   "movi v20.4s, #0\n movi v21.4s, #0\n movi v22.4s, #0\n movi v23.4s, #0\n"                       \
   "cbz %w[n], 3f\n"
 #define ZT_S8_PAIRS_STORE                                                                          \
-  "4:\n"                                                                                           \
   "st1 {v8.4s, v9.4s, v10.4s, v11.4s}, [%[acc]], #64\n"                                            \
   "st1 {v12.4s, v13.4s, v14.4s, v15.4s}, [%[acc]], #64\n"                                          \
   "st1 {v16.4s, v17.4s, v18.4s, v19.4s}, [%[acc]], #64\n"                                          \
   "st1 {v20.4s, v21.4s, v22.4s, v23.4s}, [%[acc]], #64\n"
+#define ZT_S8_PAIRS_FINISH                                                                         \
+  "addp v0.4s, v8.4s, v9.4s\n addp v1.4s, v10.4s, v11.4s\n"                                        \
+  "addp v2.4s, v12.4s, v13.4s\n addp v3.4s, v14.4s, v15.4s\n"                                      \
+  "addp v4.4s, v16.4s, v17.4s\n addp v5.4s, v18.4s, v19.4s\n"                                      \
+  "addp v6.4s, v20.4s, v21.4s\n addp v7.4s, v22.4s, v23.4s\n"                                      \
+  "st1 {v0.4s, v1.4s, v2.4s, v3.4s}, [%[acc]], #64\n"                                              \
+  "st1 {v4.4s, v5.4s, v6.4s, v7.4s}, [%[acc]], #64\n"
 #define ZT_S8_PAIRS_CLOBBERS                                                                       \
   "cc", "memory", "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12",  \
       "v13", "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25",   \
       "v26", "v27", "v28", "v29", "v30", "v31"
+// B at quad offsets: the pair's two offsets are loaded at its top.
+#define ZT_S8_QUADS_OFF(END)                                                                       \
+  asm volatile(ZT_S8_PAIRS_START ZT_S8_PAIRS_LOOP("ldpsw %[p0], %[p1], [%[off]], #8\n" ZT_S8_LOAD_A      \
+                                                  "add %[p0], %[b], %[p0]\n add %[p1], %[b], %[p1]\n",  \
+                                                  "")                                              \
+               "3:\n tbz %w[odd], #0, 4f\n" ZT_S8_SINGLE("ldrsw %[p0], [%[off]]\n add %[p0], %[b], %[p0]\n") \
+               "4:\n" END                                                                        \
+               : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [off] "+r"(b_off),      \
+                 [n] "+r"(np), [acc] "+r"(acc), [p0] "=&r"(p0), [p1] "=&r"(p1)                       \
+               : [b] "r"(b), [astep2] "r"(astep2), [odd] "r"(odd)                                   \
+               : ZT_S8_PAIRS_CLOBBERS)
+// B at a stride: both pointers step by two quads after the pair's last load.
+#define ZT_S8_QUADS_STEP(END)                                                                      \
+  asm volatile(ZT_S8_PAIRS_START ZT_S8_PAIRS_LOOP(                                                  \
+                   ZT_S8_LOAD_A, "add %[p0], %[p0], %[bstep2]\n add %[p1], %[p1], %[bstep2]\n")     \
+               "3:\n tbz %w[odd], #0, 4f\n" ZT_S8_SINGLE("") "4:\n" END                            \
+               : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [n] "+r"(np),           \
+                 [acc] "+r"(acc), [p0] "+r"(p0), [p1] "+r"(p1)                                       \
+               : [astep2] "r"(astep2), [bstep2] "r"(bstep2), [odd] "r"(odd)                         \
+               : ZT_S8_PAIRS_CLOBBERS)
   if (b_off != nullptr) {
     std::uint64_t p0, p1;
-    asm volatile(ZT_S8_PAIRS_START ZT_S8_PAIRS_LOOP(
-                     "ldpsw %[p0], %[p1], [%[off]], #8\n" ZT_S8_LOAD_A "add %[p0], %[b], %[p0]\n"
-                     "add %[p1], %[b], %[p1]\n",
-                     "") "3:\n tbz %w[odd], #0, 4f\n" ZT_S8_SINGLE("ldrsw %[p0], [%[off]]\n add %[p0], %[b], %[p0]\n")
-                     ZT_S8_PAIRS_STORE
-                 : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [off] "+r"(b_off), [n] "+r"(np),
-                   [acc] "+r"(acc), [p0] "=&r"(p0), [p1] "=&r"(p1)
-                 : [b] "r"(b), [astep2] "r"(astep2), [odd] "r"(odd)
-                 : ZT_S8_PAIRS_CLOBBERS);
+    if constexpr (kFinish)
+      ZT_S8_QUADS_OFF(ZT_S8_PAIRS_FINISH);
+    else
+      ZT_S8_QUADS_OFF(ZT_S8_PAIRS_STORE);
   } else {
     const std::uint8_t *p0 = b, *p1 = b + b_step;
     const ptrdiff_t bstep2 = 2 * b_step;
-    asm volatile(ZT_S8_PAIRS_START ZT_S8_PAIRS_LOOP(
-                     ZT_S8_LOAD_A, "add %[p0], %[p0], %[bstep2]\n add %[p1], %[p1], %[bstep2]\n")
-                     "3:\n tbz %w[odd], #0, 4f\n" ZT_S8_SINGLE("") ZT_S8_PAIRS_STORE
-                 : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [n] "+r"(np), [acc] "+r"(acc),
-                   [p0] "+r"(p0), [p1] "+r"(p1)
-                 : [astep2] "r"(astep2), [bstep2] "r"(bstep2), [odd] "r"(odd)
-                 : ZT_S8_PAIRS_CLOBBERS);
+    if constexpr (kFinish)
+      ZT_S8_QUADS_STEP(ZT_S8_PAIRS_FINISH);
+    else
+      ZT_S8_QUADS_STEP(ZT_S8_PAIRS_STORE);
   }
 }
 #undef ZT_S8_PAIRS_START
 #undef ZT_S8_PAIRS_STORE
+#undef ZT_S8_PAIRS_FINISH
+#undef ZT_S8_QUADS_OFF
+#undef ZT_S8_QUADS_STEP
 #undef ZT_S8_PAIRS_CLOBBERS
 #undef ZT_S8_PAIRS_LOOP
 #undef ZT_S8_LOAD_A
@@ -233,9 +256,10 @@ struct Mull {
   // The 2 × 1 tile's quads in assembly (aarch64; see quads_2x1).
 #if defined(__aarch64__)
   static constexpr bool kAsm2x1 = true;
+  template <bool kFinish>
   static void quads_2x1(int32x4_t* acc, const std::int8_t* a0, const std::int8_t* a1, ptrdiff_t a_step,
                         const std::uint8_t* b, const std::int32_t* b_off, ptrdiff_t b_step, int nq) {
-    s8::quads_2x1(acc, a0, a1, a_step, b, b_off, b_step, nq);
+    s8::quads_2x1<kFinish>(acc, a0, a1, a_step, b, b_off, b_step, nq);
   }
 #else
   static constexpr bool kAsm2x1 = false;

@@ -11,6 +11,7 @@
 //   finish4(acc)                the 4 lane sums
 //   kAsm2x1, quads_2x1          whether P has its own loop over the main quads of the 2 × 1
 //                               tile (gemm_s8_neon.cpp), which starts the accumulators from zero
+//                               and, without a tail quad, also finishes the lane sums
 // B bytes are stored biased (value + 128); the kernels undo it with an xor and multiply the true
 // int8 values, so the micro-kernel results need no correction (MicroArgs::corr is not read).
 // The sums stay exact under the same kMaxTerms bound as the other kernels; a policy that adds
@@ -63,10 +64,36 @@ struct Kernels {
       else
         return p.a + q * p.a_step + 4 * m;
     };
+    // Writes row m's finished lane sums out[4v + j] (lanes 16v + 4j ..): full vectors of a plain
+    // store go straight out, the rest through the shared scalar store.
+    const auto store_row = [&](int m, const int32x4_t* out) {
+      if (p.runs == nullptr && NV * kLanes <= p.n_valid) {
+        std::int32_t* c = p.c + m * p.ldc;
+#pragma GCC unroll 16
+        for (int i = 0; i < 4 * NV; ++i) {
+          std::int32_t* ci = c + 4 * i;
+          vst1q_s32(ci, p.accumulate ? vaddq_s32(vld1q_s32(ci), out[i]) : out[i]);
+        }
+      } else {
+        std::int32_t t[NV * kLanes];
+#pragma GCC unroll 16
+        for (int i = 0; i < 4 * NV; ++i) vst1q_s32(t + 4 * i, out[i]);
+        store_tile_row(p, m, t, NV * kLanes, 0);
+      }
+    };
     int q = 0;
     if constexpr (MR == 2 && NV == 1 && P::kAsm2x1) {  // the policy's own loop over the main quads
+      if (nq_main == p.nq) {  // no tail quad: the policy finishes the lane sums as well
+        int32x4_t fin[MR][4];
+        P::template quads_2x1<true>(&fin[0][0], main_word(0, 0), main_word(0, 1), p.a_step, p.b, p.b_off, p.b_step,
+                                    nq_main);
+        store_row(0, fin[0]);
+        store_row(1, fin[1]);
+        return;
+      }
       if (nq_main >= 1) {
-        P::quads_2x1(&acc[0][0][0], main_word(0, 0), main_word(0, 1), p.a_step, p.b, p.b_off, p.b_step, nq_main);
+        P::template quads_2x1<false>(&acc[0][0][0], main_word(0, 0), main_word(0, 1), p.a_step, p.b, p.b_off,
+                                     p.b_step, nq_main);
         q = nq_main;
       }
     }
@@ -122,32 +149,15 @@ struct Kernels {
       step2(b_at(q), [&](int m) { return a_word(q, m); }, b_at(q + 1), [&](int m) { return a_word(q + 1, m); });
     else if (q + 1 == p.nq)
       step(b_at(q), [&](int m) { return a_word(q, m); });
-    // Lane sums; full vectors of a plain store go straight out, the rest through the shared
-    // scalar store.
+    // Lane sums.
 #pragma GCC unroll 8
     for (int m = 0; m < MR; ++m) {
-      int32x4_t out[NV][4];
+      int32x4_t out[NV * 4];
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v)
 #pragma GCC unroll 4
-        for (int j = 0; j < 4; ++j) out[v][j] = P::finish4(&acc[m][v][j * R]);
-      if (p.runs == nullptr && NV * kLanes <= p.n_valid) {
-        std::int32_t* c = p.c + m * p.ldc;
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v)
-#pragma GCC unroll 4
-          for (int j = 0; j < 4; ++j) {
-            std::int32_t* cj = c + v * kLanes + 4 * j;
-            vst1q_s32(cj, p.accumulate ? vaddq_s32(vld1q_s32(cj), out[v][j]) : out[v][j]);
-          }
-      } else {
-        std::int32_t t[NV * kLanes];
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v)
-#pragma GCC unroll 4
-          for (int j = 0; j < 4; ++j) vst1q_s32(t + v * kLanes + 4 * j, out[v][j]);
-        store_tile_row(p, m, t, NV * kLanes, 0);
-      }
+        for (int j = 0; j < 4; ++j) out[4 * v + j] = P::finish4(&acc[m][v][j * R]);
+      store_row(m, out);
     }
   }
 
