@@ -50,7 +50,13 @@
 #          [--no-equal] [--methods full_bp,full_zo,cls1,cls2]
 #          [--precisions fp32,int8] [--coverage 0.995] [--iterations 100] [--top 15]
 #          [--build] [--sanity] [--keep DIR]
+#        scripts/a53-model.sh --compare BENCH.json [--model-dir DIR] [--ghz 1.0] [--efficiency 0.75]
 #   --sanity  only the llvm-mca sanity check (FMLA / SMULL-SMLAL2-SADALP loops vs published).
+#   --compare BENCH.json  no model run: a board's `zotrain bench --only steps --json` against the
+#             committed results (--model-dir, default docs/results/a53-model: one JSON per
+#             configuration, as --keep writes them) at --ghz (Zero 2 W: 1.0), with --efficiency
+#             per thread when the bench ran more than one (an assumption). Board / model per step
+#             and the phase shares side by side, then FP32 @ 32 / int8 @ 256 per sample.
 #   --keep DIR  keep the reduced traces (<prec>-<method>-<batch>.tsv) and results (.json) in DIR.
 #   --build   (re)build build-dir's zotrain first (preset aarch64, -j1); built anyway if missing.
 # The default set (16 runs) takes ~7 min on the 2-core development host.
@@ -72,6 +78,10 @@ top=15
 build=0
 sanity=0
 keep=""
+compare=""
+model_dir="${repo}/docs/results/a53-model"
+ghz=1.0
+efficiency=0.75
 die() { echo "a53-model: $*" >&2; exit 2; }
 need() { [[ $# -ge 2 && -n "$2" ]] || die "$1 needs a value"; }
 posint() { [[ "$2" =~ ^[0-9]+$ ]] || die "$1: expected a non-negative integer, got '$2'"; }
@@ -90,6 +100,10 @@ while [[ $# -gt 0 ]]; do
     --keep) need "$@"; keep="$2"; shift 2 ;;
     --build) build=1; shift ;;
     --sanity) sanity=1; shift ;;
+    --compare) need "$@"; compare="$2"; shift 2 ;;
+    --model-dir) need "$@"; model_dir="$2"; shift 2 ;;
+    --ghz) need "$@"; [[ "$2" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--ghz: expected a number, got '$2'"; ghz="$2"; shift 2 ;;
+    --efficiency) need "$@"; [[ "$2" =~ ^(0(\.[0-9]+)?|1(\.0+)?)$ ]] || die "--efficiency: expected 0..1, got '$2'"; efficiency="$2"; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
   esac
@@ -98,8 +112,16 @@ for m in ${methods//,/ }; do [[ "$m" =~ ^(full_bp|full_zo|cls1|cls2)$ ]] || die 
 for p in ${precisions//,/ }; do [[ "$p" =~ ^(fp32|int8)$ ]] || die "unknown precision $p"; done
 [[ "${fp32_batch}" -gt 0 && "${int8_batch}" -gt 0 && "${iterations}" -gt 0 ]] || die "batches and --iterations must be > 0"
 
-command -v llvm-mca >/dev/null || { echo "a53-model: llvm-mca missing (apt-get install llvm)" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "a53-model: python3 missing" >&2; exit 1; }
+if [[ -n "${compare}" ]]; then
+  [[ -r "${compare}" ]] || die "--compare: cannot read ${compare}"
+  shopt -s nullglob
+  models=("${model_dir}"/*.json)
+  [[ ${#models[@]} -gt 0 ]] || die "--model-dir: no *.json in ${model_dir}"
+  python3 "${lib}/a53_model.py" compare "${compare}" "${models[@]}" --ghz "${ghz}" --efficiency "${efficiency}" || exit 1
+  exit 0
+fi
+command -v llvm-mca >/dev/null || { echo "a53-model: llvm-mca missing (apt-get install llvm)" >&2; exit 1; }
 if [[ "${sanity}" -eq 1 ]]; then
   python3 "${lib}/a53_model.py" sanity --iterations "${iterations}" || exit 1
   exit 0

@@ -6,6 +6,7 @@ Subcommands (the shell script drives them; see its header for the model and its 
   analyze REDUCED JSON ...     per-block llvm-mca cycles x executions -> one JSON result
   report JSON...               markdown tables of the results (stdout)
   sanity                       llvm-mca on kernels with a published A53 throughput
+  compare BENCH JSON...        a board's `zotrain bench --json` against the results (stdout)
 
 Per block (a qemu translated block = a straight-line run of guest instructions ending in a
 branch): cycles = llvm-mca "Total Cycles" / iterations of the block repeated back to back
@@ -426,6 +427,61 @@ def cmd_sanity(args):
         print(f"| {name} | {n} | {cyc:.2f} | {pub:.2f} | {cyc / pub:.2f} | {src} |")
 
 
+def cmd_compare(args):
+    """A board's `zotrain bench --json` against the model's per-configuration JSONs: for every
+    step the bench timed whose (precision, method, batch) the model has, board ms per step over
+    the model's (cycles at --ghz, divided by threads x --efficiency when the bench ran more than
+    one thread), and the phase shares side by side. Only the trainers' path (best_path) counts."""
+    with open(args.bench) as f:
+        bench = json.load(f)
+    models = {}
+    for path in args.jsons:
+        with open(path) as f:
+            m = json.load(f)
+        models[(m["precision"], m["method"], int(m["batch"]))] = m
+    threads = int(bench.get("threads", 1))
+    scale = 1.0 if threads <= 1 else threads * args.efficiency
+    rows = []
+    best = bench.get("best_path")
+    for st in bench.get("steps", []):
+        if best is not None and st.get("path", best) != best:
+            continue  # the rows repeated on `portable` for the speed-up table
+        key = (st["precision"], st["method"], int(st["batch"]))
+        if key not in models or st.get("ms_per_step", 0) <= 0:
+            continue
+        m = models[key]
+        model_ms = m["cycles"] / (args.ghz * 1e6) / scale
+        cyc = sum(m["phases"].values())
+        share = lambda ph: sum(m["phases"].get(p, 0.0) for p in ph) / cyc  # noqa: E731
+        bshare = lambda ph: sum(st["phases"].get(p, {}).get("share", 0.0) for p in ph)  # noqa: E731
+        rows.append((key, st["ms_per_step"], model_ms, bshare(["forward"]), share(["forward"]),
+                     bshare(["zo_perturb", "zo_update"]), share(["zo_perturb", "zo_update"]),
+                     bshare(["backward"]), share(["backward"])))
+    if not rows:
+        have = ", ".join(f"{p} {me} @{b}" for p, me, b in sorted(models))
+        sys.exit(f"a53_model compare: no step of {args.bench} matches a modelled configuration ({have})")
+    print(f"Board (`zotrain bench`, cpu: {bench.get('cpu', '?')}, {threads} thread(s), path "
+          f"{bench.get('best_path', '?')}) against the Cortex-A53 model at {args.ghz:g} GHz"
+          + (f", {threads} threads at an assumed {args.efficiency:g} efficiency" if threads > 1 else "")
+          + ". board / model > 1: the board is slower than predicted.")
+    print()
+    print("| precision | method | batch | board ms/step | model ms/step | board / model | forward % board / model "
+          "| ZO perturb+update % board / model | backward % board / model |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for (p, me, b), bms, mms, bf, mf, bz, mz, bb, mb in rows:
+        print(f"| {p} | {me} | {b} | {bms:.2f} | {mms:.2f} | {bms / mms:.2f} | {100 * bf:.1f} / {100 * mf:.1f} "
+              f"| {100 * bz:.1f} / {100 * mz:.1f} | {100 * bb:.1f} / {100 * mb:.1f} |")
+    per = {(p, me, b): (bms / b, mms / b) for (p, me, b), bms, mms, *_ in rows}
+    pairs = [(me, per[("fp32", me, 32)], per[("int8", me, 256)]) for (p, me, b) in per
+             if p == "fp32" and b == 32 and ("int8", me, 256) in per]
+    if pairs:
+        print()
+        print("| method | FP32 @ 32 / int8 @ 256 per sample, board | model |")
+        print("|---|---:|---:|")
+        for me, f, i in pairs:
+            print(f"| {me} | {f[0] / i[0]:.2f} | {f[1] / i[1]:.2f} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -444,10 +500,16 @@ def main():
     r = sub.add_parser("report")
     r.add_argument("jsons", nargs="+")
     r.add_argument("--top", type=int, default=15)
+    c = sub.add_parser("compare")
+    c.add_argument("bench")
+    c.add_argument("jsons", nargs="+")
+    c.add_argument("--ghz", type=float, default=1.0)
+    c.add_argument("--efficiency", type=float, default=0.75)
     s = sub.add_parser("sanity")
     s.add_argument("--iterations", type=int, default=100)
     args = ap.parse_args()
-    {"markers": cmd_markers, "analyze": cmd_analyze, "report": cmd_report, "sanity": cmd_sanity}[args.cmd](args)
+    {"markers": cmd_markers, "analyze": cmd_analyze, "report": cmd_report, "sanity": cmd_sanity,
+     "compare": cmd_compare}[args.cmd](args)
 
 
 if __name__ == "__main__":
