@@ -36,7 +36,8 @@
 # pipeline state across block boundaries is not carried), the 4-core scaling (1 thread; OpenMP
 # fork/join costs not modelled), qemu's block granularity (a block that exits early is counted
 # whole; a loop body split over several blocks is modelled piecewise), and llvm-mca's own A53
-# model errors (see --sanity).
+# model errors (see --sanity). Calls (`bl`, `blr`) are costed as the taken branches `b`, `br`:
+# llvm-mca does not model calls and would charge each a 100-cycle placeholder.
 #
 # Batch: the paper's batches by default (FP32 32, int8 256), plus each precision at the other's
 # batch (int8 at 32, FP32 at 256; --no-equal skips them) so int8/FP32 per sample is compared at

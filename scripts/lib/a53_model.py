@@ -93,17 +93,22 @@ def cmd_markers(args):
 BRANCHY = re.compile(r"^(b|bl|b\.[a-z]+|cbz|cbnz|tbz|tbnz|adr|adrp)$")
 LITERAL_LOADS = re.compile(r"^(ldr|ldrsw|prfm)$")
 ABS = re.compile(r"#?0x[0-9a-f]+$")
+CALLS = {"bl": "b", "blr": "br"}
 
 
 def to_mca(insns, label):
     """Absolute targets (branches, adr/adrp, literal loads) become `label`, defined at the top of
     the block; llvm-mca ignores control flow (it repeats the block as straight-line code), so
-    only the instruction's class matters, not where it jumps."""
+    only the instruction's class matters, not where it jumps. Calls become plain branches (bl ->
+    b, blr -> br): llvm-mca does not model calls and charges each a 100-cycle placeholder latency
+    ("call instructions are not correctly modeled"), where the A53 predicts a direct call and
+    its return like any taken branch."""
     out = [f"{label}:"]
     for ins in insns:
         p = ins.split(None, 1)
         mn = p[0]
         ops = p[1].strip() if len(p) > 1 else ""
+        mn = CALLS.get(mn, mn)
         if ops and (BRANCHY.match(mn) or (LITERAL_LOADS.match(mn) and "[" not in ops)):
             ops = ABS.sub(label, ops)
         out.append(f"{mn} {ops}".rstrip())
