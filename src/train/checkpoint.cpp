@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <limits>
+#include <type_traits>
 #include <tuple>
 #include <nlohmann/json.hpp>
 
@@ -60,6 +62,23 @@ void write_atomic(const std::string& path, const std::vector<std::pair<const voi
     ::unlink(tmp.c_str());
     throw;
   }
+}
+
+// A JSON array of integers as T. Floats are refused: converting one outside T's range (e.g.
+// 4.3e25 as a data offset) is undefined behaviour in the JSON library's get<T>().
+template <class T>
+std::vector<T> integers(const nlohmann::json& a, const char* what) {
+  if (!a.is_array()) throw Error(std::string(what) + " must be an array of integers, got " + a.dump());
+  std::vector<T> v;
+  for (const nlohmann::json& x : a) {
+    if (!x.is_number_integer() || (std::is_unsigned_v<T> && !x.is_number_unsigned()) ||
+        (std::is_signed_v<T> && x.is_number_unsigned() &&
+         x.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<T>::max())))
+      throw Error(std::string(what) + " must hold " + (std::is_unsigned_v<T> ? "non-negative " : "") +
+                  "integers in range, got " + x.dump());
+    v.push_back(x.get<T>());
+  }
+  return v;
 }
 
 }  // namespace
@@ -149,8 +168,8 @@ TensorFile read_safetensors(const std::string& path) {
     StoredTensor t;
     try {
       t.dtype = e.at("dtype").get<std::string>();
-      t.shape = e.at("shape").get<std::vector<std::int64_t>>();
-      const auto off = e.at("data_offsets").get<std::vector<std::uint64_t>>();
+      t.shape = integers<std::int64_t>(e.at("shape"), "shape");
+      const auto off = integers<std::uint64_t>(e.at("data_offsets"), "data_offsets");
       if (off.size() != 2 || off[0] > off[1])
         throw Error("data_offsets must be [begin, end] with begin <= end");
       if (off[1] > data_size)
