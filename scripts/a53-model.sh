@@ -50,7 +50,7 @@
 # Usage: scripts/a53-model.sh [--build-dir DIR] [--batch B | --fp32-batch B --int8-batch B]
 #          [--no-equal] [--methods full_bp,full_zo,cls1,cls2]
 #          [--precisions fp32,int8] [--coverage 0.995] [--iterations 100] [--top 15]
-#          [--build] [--sanity] [--keep DIR]
+#          [--build] [--sanity] [--keep DIR] [--cache-direction]
 #        scripts/a53-model.sh --compare BENCH.json [--model-dir DIR] [--ghz 1.0] [--efficiency 0.75]
 #   --sanity  only the llvm-mca sanity check (FMLA / SMULL-SMLAL2-SADALP loops vs published).
 #   --compare BENCH.json  no model run: a board's `zotrain bench --only steps --json` against the
@@ -59,6 +59,7 @@
 #             per thread when the bench ran more than one (an assumption). Board / model per step
 #             and the phase shares side by side, then FP32 @ 32 / int8 @ 256 per sample.
 #   --keep DIR  keep the reduced traces (<prec>-<method>-<batch>.tsv) and results (.json) in DIR.
+#   --cache-direction  FP32 steps with zo.cache_direction (`zotrain bench --cache-direction`).
 #   --build   (re)build build-dir's zotrain first (preset aarch64, -j1); built anyway if missing.
 # The default set (16 runs) takes ~7 min on the 2-core development host.
 # stdout: markdown tables; progress on stderr.
@@ -79,6 +80,7 @@ top=15
 build=0
 sanity=0
 keep=""
+bench_extra=()
 compare=""
 model_dir="${repo}/docs/results/a53-model"
 ghz=1.0
@@ -100,6 +102,7 @@ while [[ $# -gt 0 ]]; do
     --top) need "$@"; posint "$1" "$2"; top="$2"; shift 2 ;;
     --keep) need "$@"; keep="$2"; shift 2 ;;
     --build) build=1; shift ;;
+    --cache-direction) bench_extra+=(--cache-direction); shift ;;
     --sanity) sanity=1; shift ;;
     --compare) need "$@"; compare="$2"; shift 2 ;;
     --model-dir) need "$@"; model_dir="$2"; shift 2 ;;
@@ -160,7 +163,7 @@ model() {
   echo "a53-model: running ${precision} ${method} batch ${batch} under qemu ..." >&2
   env OMP_NUM_THREADS=1 "${qemu[@]}" -d in_asm,exec,nochain -D /dev/stderr \
       "${bin}" bench --run-steps 2 --precision "${precision}" --method "${method}" \
-      --batch "${batch}" --threads 1 2>&1 >/dev/null |
+      --batch "${batch}" --threads 1 ${bench_extra[@]+"${bench_extra[@]}"} 2>&1 >/dev/null |
     LC_ALL=C awk -v markers="${work}/markers.tsv" -f "${lib}/a53_trace.awk" > "${work}/${tag}.tsv"
   local status=("${PIPESTATUS[@]}")
   [[ "${status[0]}" -eq 0 && "${status[1]}" -eq 0 ]] ||

@@ -397,7 +397,8 @@ constexpr float kZoLr = 1e-3f, kBpLr = 0.05f;  // README defaults (SGD)
 
 class Fp32Step final : public StepRunner {
  public:
-  Fp32Step(const Method& m, int batch, Isa isa) : n_(batch), model_(nn::make_lenet5(isa)) {
+  Fp32Step(const Method& m, int batch, Isa isa, bool cache_direction)
+      : n_(batch), model_(nn::make_lenet5(isa)) {
     model_->init(1);
     train::Fp32TrainerOptions o;
     o.isa = isa;
@@ -405,6 +406,7 @@ class Fp32Step final : public StepRunner {
     o.batch_size = batch;
     o.eps = 1e-3f;
     o.grad_clip = 2.0f;
+    o.cache_direction = cache_direction;
     trainer_ = std::make_unique<train::Fp32Trainer>(*model_, o);
     std::mt19937 rng(7);
     x_.resize(model_->input_floats() * std::size_t(batch));
@@ -468,9 +470,9 @@ class Int8Step final : public StepRunner {
 };
 
 std::unique_ptr<StepRunner> make_step(config::Precision precision, const Method& m, int batch, int threads,
-                                      Isa isa) {
+                                      Isa isa, bool cache_direction) {
   switch (precision) {
-    case config::Precision::kFp32: return std::make_unique<Fp32Step>(m, batch, isa);
+    case config::Precision::kFp32: return std::make_unique<Fp32Step>(m, batch, isa, cache_direction);
     case config::Precision::kInt8: return std::make_unique<Int8Step>(m, batch, threads, isa);
   }
   throw Error("bench: unknown precision");
@@ -551,7 +553,7 @@ json bench_steps(const BenchOptions& o, int threads, bool print) {
       for (int mi = 0; mi < 4; ++mi) {
         const Config& c = configs[ci];
         const Method& m = config::named_settings()[mi];
-        auto runner = make_step(c.precision, m, c.batch, threads, paths[pi]);
+        auto runner = make_step(c.precision, m, c.batch, threads, paths[pi], o.cache_direction);
         const StepResult r = time_steps(*runner, target, min_steps);
         res[pi][std::size_t(ci)][std::size_t(mi)] = r;
         json j = step_json(r);
@@ -629,7 +631,7 @@ int run_bench(const BenchOptions& o) {
     const int batch = o.batch > 0 ? o.batch
                       : precision == config::Precision::kInt8 ? lenet5.int8_batch
                                                               : lenet5.fp32_batch;
-    auto runner = make_step(precision, m, batch, threads, best_isa());
+    auto runner = make_step(precision, m, batch, threads, best_isa(), o.cache_direction);
     telemetry::PhaseTimes times;
     for (int i = 0; i < o.run_steps; ++i) {
       zt_bench_step_boundary(i);
@@ -649,7 +651,7 @@ int run_bench(const BenchOptions& o) {
     std::printf("zotrain %s bench%s: %s; kernel paths: %s; trainers use %s%s; %d thread%s\n", ZT_VERSION,
                 o.quick ? " --quick (figures are not meaningful)" : "", cpu_name().c_str(), paths.c_str(),
                 isa_name(best_isa()), std::getenv("ZT_ISA") ? " (ZT_ISA)" : "", threads, threads == 1 ? "" : "s");
-  json out = {{"version", ZT_VERSION}, {"cpu", cpu_name()}, {"threads", threads}, {"quick", o.quick},
+  json out = {{"version", ZT_VERSION}, {"cpu", cpu_name()}, {"threads", threads}, {"quick", o.quick}, {"cache_direction", o.cache_direction},
               {"paths", json::array()}, {"best_path", isa_name(best_isa())}};
   for (Isa i : available_isas()) out["paths"].push_back(isa_name(i));
   if (o.only.empty() || o.only == "kernels") out["kernels"] = bench_kernels(o, threads, print);

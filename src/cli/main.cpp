@@ -151,6 +151,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"fp32", "int8"}));
   bench->add_option("--batch", bench_opt.batch, "--run-steps: batch size (default: FP32 32, int8 256)")
       ->check(CLI::PositiveNumber);
+  bench->add_flag("--cache-direction", bench_opt.cache_direction,
+                  "FP32 steps with zo.cache_direction (z drawn once per step into a buffer)");
   bench->footer(
       "The kernel path the trainers use is the fastest available one; ZT_ISA=reference|portable|neon|\n"
       "neon-dot forces another (e.g. ZT_ISA=portable zotrain bench --only steps). Timings under qemu\n"

@@ -182,6 +182,10 @@ const std::vector<Key>& schema() {
       {"zo.batched", Type::kBool, ZT_FIELD(zo.batched), {}, {},
        "P-RGE: run the + and - passes of all queries as one forward over 2q replicas of the "
        "batch, the weights untouched (two_sided, FP32, models without BatchNorm: LeNet-5)"},
+      {"zo.cache_direction", Type::kBool, ZT_FIELD(zo.cache_direction), {}, {},
+       "FP32: draw each step's direction z once into a buffer (4 bytes per ZO weight) and read "
+       "it back for the - pass and the update instead of regenerating it: the same bits, the "
+       "Gaussian computed once per step instead of three times"},
       {"zo.preset", Type::kString, ZT_FIELD(zo.preset), {}, {},
        "named zo.* settings (the Presets list of --help); keys given explicitly override it"},
       {"zo.perturbation", Type::kString, ZT_FIELD(zo.perturbation), {}, {},
@@ -796,6 +800,8 @@ const InertRule kInertRules[] = {
     {"train.memory_plan", false, int8, "the int8 trainer plans its own buffers"},
     {"zo.eps", false, int8, "int8 perturbs by integers in [-int8.r_max, int8.r_max]"},
     {"zo.grad_clip", false, int8, "int8 steps by the sign of the estimate"},
+    {"zo.cache_direction", false, int8,
+     "int8 regenerates its sparse integer perturbation, which costs 1-2 % of its step"},
     {"zo.pool_size", false, no_pool, "it sizes the pool of zo.perturbation pezo_pool"},
     {"zo.pezo_pow2", false, no_pezo, "it scales PeZO's sources (pezo_pool, pezo_onthefly)"},
     {"zo.rngs", false, no_onthefly, "it applies to zo.perturbation pezo_onthefly"},

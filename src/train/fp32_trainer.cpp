@@ -52,11 +52,27 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
     }
   for (nn::ParamTensor* p : model_.params_of_range(0, opt_.partition)) p->grad = nullptr;
   if (opt_.batched) init_replicas();
+  if (opt_.cache_direction) z_cache_.resize(zo_params_);
+}
+
+void Fp32Trainer::perturb_zo(std::uint64_t seed, std::uint64_t stream, float scale) {
+  float* theta = model_.param_data();
+  if (z_cache_.empty()) {
+    perturber_.perturb(theta, zo_params_, seed, stream, 0, scale);
+    return;
+  }
+  if (!z_cached_ || z_seed_ != seed || z_stream_ != stream) {
+    perturber_.fill(z_cache_.data(), zo_params_, seed, stream, 0);
+    z_seed_ = seed;
+    z_stream_ = stream;
+    z_cached_ = true;
+  }
+  kernels::add_scaled_f32(theta, z_cache_.data(), zo_params_, scale);
 }
 
 std::size_t Fp32Trainer::planned_bytes() const {
   const std::size_t replicas = rep_act_[0].size() + rep_act_[1].size() + rep_w_.size() +
-                               rep_z_.size() + rep_scratch_.size();
+                               rep_z_.size() + rep_scratch_.size() + z_cache_.size();
   return plan_.arena().planned_bytes() + (model_.num_params() + replicas) * sizeof(float);
 }
 
@@ -133,12 +149,11 @@ class Fp32Trainer::ZoStep final : public ZoExecutor {
   ZoStep(Fp32Trainer& t, const float* x, const std::uint8_t* labels, int n,
          std::uint64_t step_seed, float lr_zo, bool bp, telemetry::PhaseTimes& times)
       : t_(t), x_(x), labels_(labels), n_(n), seed_(step_seed), lr_(lr_zo), bp_(bp),
-        times_(times), theta_(t.model_.param_data()) {}
+        times_(times) {}
 
   void perturb(int query, int k) override {
     telemetry::ScopedPhase p(times_, telemetry::Phase::kZoPerturb);
-    t_.perturber_.perturb(theta_, t_.zo_params_, seed_, seeds::fp32_perturbation_stream(query), 0,
-                static_cast<float>(k) * t_.opt_.eps);
+    t_.perturb_zo(seed_, seeds::fp32_perturbation_stream(query), static_cast<float>(k) * t_.opt_.eps);
   }
 
   bool probe_all(int queries) override {
@@ -206,8 +221,7 @@ class Fp32Trainer::ZoStep final : public ZoExecutor {
     for (int i = 0; i < q; ++i) {
       const float restore = i == q - 1 ? static_cast<float>(restore_k) * t_.opt_.eps : 0.0f;
       const double gi = g[static_cast<std::size_t>(i)] / q;  // exact for q = 1
-      t_.perturber_.perturb(theta_, t_.zo_params_, seed_, seeds::fp32_perturbation_stream(i), 0,
-                  restore - lr_ * static_cast<float>(gi));
+      t_.perturb_zo(seed_, seeds::fp32_perturbation_stream(i), restore - lr_ * static_cast<float>(gi));
       g_sum_ += g[static_cast<std::size_t>(i)];
     }
   }
@@ -228,7 +242,6 @@ class Fp32Trainer::ZoStep final : public ZoExecutor {
   float lr_;
   bool bp_;
   telemetry::PhaseTimes& times_;
-  float* theta_;
   double loss_plus_ = 0, loss_minus_ = 0, loss_sum_ = 0, g_sum_ = 0;
   std::array<double, kMaxQueries> batch_plus_{}, batch_minus_{};  // probe_all's, per query
   bool batched_ = false;

@@ -51,6 +51,7 @@ void expect_same(const ExperimentConfig& a, const ExperimentConfig& b) {
   EXPECT_EQ(a.zo.pezo_pow2, b.zo.pezo_pow2);
   EXPECT_EQ(a.zo.preset, b.zo.preset);
   EXPECT_EQ(a.zo.batched, b.zo.batched);
+  EXPECT_EQ(a.zo.cache_direction, b.zo.cache_direction);
   EXPECT_EQ(a.zo.rngs, b.zo.rngs);
   EXPECT_EQ(a.zo.rng_bits, b.zo.rng_bits);
   EXPECT_EQ(a.train.epochs, b.train.epochs);
@@ -287,7 +288,7 @@ TEST(ConfigTest, RoundTrip) {
 TEST(ConfigTest, DumpAndHelpListEveryKey) {
   const std::string dump = to_json_text(ExperimentConfig{});
   const std::string help = keys_help();
-  ASSERT_EQ(key_names().size(), 51u);
+  ASSERT_EQ(key_names().size(), 52u);
   for (const std::string& k : key_names()) {
     const std::string leaf = k.substr(k.rfind('.') + 1);
     EXPECT_NE(dump.find("\"" + leaf + "\""), std::string::npos) << k;
@@ -339,6 +340,18 @@ TEST(ConfigTest, ZoPerturbationIsFp32Only) {
                      {"zo.perturbation=uniform"});
       },
       {"zo.perturbation", "int8", "FP32"});
+}
+
+TEST(ConfigTest, CacheDirectionIsAnFp32Option) {
+  EXPECT_FALSE(parse_config("{}", "t", {}).zo.cache_direction);
+  const ExperimentConfig c = parse_config("{}", "t", {"zo.cache_direction=true"});
+  EXPECT_TRUE(c.zo.cache_direction);
+  EXPECT_TRUE(c.warnings.empty());
+  const ExperimentConfig i8 = parse_config(
+      R"({"model": {"precision": "int8"}, "optimizer": {"name": "sgd"}})", "t",
+      {"zo.cache_direction=true"});
+  ASSERT_EQ(i8.warnings.size(), 1u);
+  EXPECT_NE(i8.warnings[0].find("zo.cache_direction has no effect here"), std::string::npos);
 }
 
 TEST(ConfigTest, ZoPresetsFillTheKeysNotGiven) {

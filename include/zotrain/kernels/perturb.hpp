@@ -99,6 +99,10 @@ double expected_gaussian_norm(std::size_t d);
 // in [1, 2^b) (b in [4, 16]; throws zt::Error otherwise).
 std::vector<std::uint16_t> lfsr_sequence(int bits);
 
+// theta[i] += scale · z[i], the product rounded on its own as in every perturb kernel: with z
+// from fill(), the same bits as perturb() with the same scale (a cached direction).
+void add_scaled_f32(float* theta, const float* z, std::size_t n, float scale);
+
 // A source bound to its state: what a trainer holds. perturb / fill as the functions above.
 class Perturber {
  public:

@@ -59,6 +59,9 @@ struct Fp32TrainerOptions {
   // P-RGE's batched probes: the ± passes of all q queries as one forward over 2q replicas of
   // the batch, θ untouched (fp32_replicas.cpp). Models without BatchNorm only.
   bool batched = false;
+  // The step's direction z_i drawn once into a buffer of zo_params() floats and read back by
+  // the − pass and the update (the same bits as regenerating it; one query cached at a time).
+  bool cache_direction = false;
   // Lean plan: points per chunk, 0 = automatic; otherwise a multiple of
   // nn::BatchNorm::kStatRowBlock (32) or at least N.
   int chunk_points = 0;
@@ -130,6 +133,11 @@ class Fp32Trainer {
   kernels::Perturber perturber_;
   std::unique_ptr<ZoEstimator> estimator_;
   std::vector<float> rep_act_[2], rep_w_, rep_z_, rep_scratch_;  // batched probes' buffers
+  // θ_{1..C} += scale · z of (seed, stream): regenerated, or from the cache (cache_direction).
+  void perturb_zo(std::uint64_t seed, std::uint64_t stream, float scale);
+  std::vector<float> z_cache_;  // cache_direction: the direction of (z_seed_, z_stream_)
+  std::uint64_t z_seed_ = 0, z_stream_ = 0;
+  bool z_cached_ = false;
   class ZoStep;  // the ZoExecutor of one step (fp32_trainer.cpp)
 };
 

@@ -32,18 +32,29 @@ inline F4 as_f(U4 x) { return vreinterpretq_f32_u32(x); }
 inline U4 as_u(F4 x) { return vreinterpretq_u32_f32(x); }
 inline F4 to_f(U4 x) { return vcvtq_f32_s32(vreinterpretq_s32_u32(x)); }  // exact: |x| ≤ 2^24
 
+// The helpers below work on M independent vectors at once (a block's kV = 4), one operation for
+// all of them before the next: the A53 issues in order, and one vector's chain alone (FMUL
+// latency 6 cycles, FDIV and FSQRT 17–18) stalls it on every step; interleaved chains keep the
+// FP pipe busy (8 vectors spill registers and model no faster). Statement order within each
+// chain is the reference's, so every lane keeps its bits.
+constexpr int kN = kV;
+
+#define ZT_EACH(i) _Pragma("GCC unroll 4") for (int i = 0; i < M; ++i)
+
 // pair_hash of perturb_internal.hpp.
-inline U4 hash(U4 x, std::uint32_t k0, std::uint32_t k1) {
-  x = veorq_u32(x, vdupq_n_u32(k0));
-  x = veorq_u32(x, vshrq_n_u32(x, 17));
-  x = vmulq_n_u32(x, 0xed5ad4bbU);
-  x = veorq_u32(x, vshrq_n_u32(x, 11));
-  x = veorq_u32(x, vdupq_n_u32(k1));
-  x = vmulq_n_u32(x, 0xac4c1b51U);
-  x = veorq_u32(x, vshrq_n_u32(x, 15));
-  x = vmulq_n_u32(x, 0x31848babU);
-  x = veorq_u32(x, vshrq_n_u32(x, 14));
-  return x;
+template <int M>
+[[gnu::always_inline]] inline void hash(U4 (&x)[M], std::uint32_t k0, std::uint32_t k1) {
+  const U4 vk0 = vdupq_n_u32(k0), vk1 = vdupq_n_u32(k1);
+  ZT_EACH(i) x[i] = veorq_u32(x[i], vk0);
+  ZT_EACH(i) x[i] = veorq_u32(x[i], vshrq_n_u32(x[i], 17));
+  ZT_EACH(i) x[i] = vmulq_n_u32(x[i], 0xed5ad4bbU);
+  ZT_EACH(i) x[i] = veorq_u32(x[i], vshrq_n_u32(x[i], 11));
+  ZT_EACH(i) x[i] = veorq_u32(x[i], vk1);
+  ZT_EACH(i) x[i] = vmulq_n_u32(x[i], 0xac4c1b51U);
+  ZT_EACH(i) x[i] = veorq_u32(x[i], vshrq_n_u32(x[i], 15));
+  ZT_EACH(i) x[i] = vmulq_n_u32(x[i], 0x31848babU);
+  ZT_EACH(i) x[i] = veorq_u32(x[i], vshrq_n_u32(x[i], 14));
+  ZT_EACH(i) x[i] = vshrq_n_u32(x[i], 8);  // the 24 bits the transform uses
 }
 
 inline F4 div(F4 a, F4 b) {
@@ -69,84 +80,117 @@ inline F4 sqrt(F4 a) {
 #endif
 }
 
-// sqrt(−2 ln u1) from the 24 hash bits a24 (neg2_log_from_bits + radius_from_bits).
-inline F4 radius(U4 a24) {
-  const F4 fj = to_f(vsubq_u32(vdupq_n_u32(0x01000000U), a24));
-  const U4 ix = vsubq_u32(as_u(fj), vdupq_n_u32(0x3f3504f3U));
-  const F4 e = vcvtq_f32_s32(vsubq_s32(vshrq_n_s32(vreinterpretq_s32_u32(ix), 23), vdupq_n_s32(24)));
-  const F4 m = as_f(vaddq_u32(vandq_u32(ix, vdupq_n_u32(0x007fffffU)), vdupq_n_u32(0x3f3504f3U)));
-  const F4 fm = vsubq_f32(m, f(1.0f));
-  const F4 s = div(fm, vaddq_f32(f(2.0f), fm));
-  const F4 z = vmulq_f32(s, s);
-  F4 q = vmulq_f32(z, f(1.11111112e-1f));
-  q = vmulq_f32(z, vaddq_f32(f(1.42857149e-1f), q));
-  q = vmulq_f32(z, vaddq_f32(f(2.00000003e-1f), q));
-  q = vaddq_f32(f(3.33333343e-1f), q);
-  const F4 half_ln_m = vaddq_f32(s, vmulq_f32(vmulq_f32(s, z), q));
-  const F4 w = vaddq_f32(vmulq_f32(e, f(-1.38629436e+0f)), vmulq_f32(half_ln_m, f(-4.0f)));
-  return sqrt(w);
-}
-
-// (cos φ, sin φ) from the 24 hash bits b24 (cossin_from_bits).
-inline void cossin(U4 b24, F4& cos_out, F4& sin_out) {
-  const U4 qr = vaddq_u32(b24, vdupq_n_u32(0x00200000U));
-  const U4 t = vsubq_u32(b24, vandq_u32(qr, vdupq_n_u32(0xffc00000U)));
-  const F4 x = vmulq_f32(to_f(t), f(3.74507028e-7f));
-  const F4 z = vmulq_f32(x, x);
-  F4 ps = vmulq_f32(z, f(-1.9515295891e-4f));
-  ps = vmulq_f32(z, vaddq_f32(f(8.3321608736e-3f), ps));
-  ps = vaddq_f32(f(-1.6666654611e-1f), ps);
-  const F4 s = vaddq_f32(x, vmulq_f32(vmulq_f32(x, z), ps));
-  F4 pc = vmulq_f32(z, f(2.443315711809948e-5f));
-  pc = vmulq_f32(z, vaddq_f32(f(-1.388731625493765e-3f), pc));
-  pc = vaddq_f32(f(4.166664568298827e-2f), pc);
-  const F4 c = vaddq_f32(vsubq_f32(f(1.0f), vmulq_f32(f(0.5f), z)), vmulq_f32(vmulq_f32(z, z), pc));
-  const U4 q1 = vshlq_n_u32(qr, 9);
-  const U4 q2 = vshlq_n_u32(qr, 8);
-  const U4 swap = vreinterpretq_u32_s32(vshrq_n_s32(vreinterpretq_s32_u32(q1), 31));
+// The Box–Muller transform of M vectors of pairs from their 24-bit hashes a24 (radius) and b24
+// (angle): z0 = r·cos φ, z1 = r·sin φ, with r = sqrt(−2 ln u1) as neg2_log_from_bits +
+// radius_from_bits and (cos φ, sin φ) as cossin_from_bits. The radius and angle chains are
+// independent; their steps alternate so that each hides the other's latency.
+template <int M>
+[[gnu::always_inline]] inline void box_muller(const U4 (&a24)[M], const U4 (&b24)[M], F4 (&z0)[M], F4 (&z1)[M]) {
+  F4 e[M], s[M], z[M], q[M];  // radius
+  U4 qr[M];
+  F4 x[M], y[M], ps[M], pc[M];  // angle (y = x²)
+  ZT_EACH(i) {
+    const F4 fj = to_f(vsubq_u32(vdupq_n_u32(0x01000000U), a24[i]));
+    const U4 ix = vsubq_u32(as_u(fj), vdupq_n_u32(0x3f3504f3U));
+    e[i] = vcvtq_f32_s32(vsubq_s32(vshrq_n_s32(vreinterpretq_s32_u32(ix), 23), vdupq_n_s32(24)));
+    s[i] = as_f(vaddq_u32(vandq_u32(ix, vdupq_n_u32(0x007fffffU)), vdupq_n_u32(0x3f3504f3U)));
+  }
+  ZT_EACH(i) {
+    qr[i] = vaddq_u32(b24[i], vdupq_n_u32(0x00200000U));
+    const U4 t = vsubq_u32(b24[i], vandq_u32(qr[i], vdupq_n_u32(0xffc00000U)));
+    x[i] = vmulq_f32(to_f(t), f(3.74507028e-7f));
+  }
+  ZT_EACH(i) s[i] = vsubq_f32(s[i], f(1.0f));  // f = m − 1
+  ZT_EACH(i) y[i] = vmulq_f32(x[i], x[i]);
+  ZT_EACH(i) {
+    s[i] = div(s[i], vaddq_f32(f(2.0f), s[i]));  // s = f / (2 + f)
+    ps[i] = vmulq_f32(y[i], f(-1.9515295891e-4f));
+    pc[i] = vmulq_f32(y[i], f(2.443315711809948e-5f));
+  }
+  ZT_EACH(i) {
+    z[i] = vmulq_f32(s[i], s[i]);
+    ps[i] = vmulq_f32(y[i], vaddq_f32(f(8.3321608736e-3f), ps[i]));
+    pc[i] = vmulq_f32(y[i], vaddq_f32(f(-1.388731625493765e-3f), pc[i]));
+  }
+  ZT_EACH(i) {
+    q[i] = vmulq_f32(z[i], f(1.11111112e-1f));
+    ps[i] = vaddq_f32(f(-1.6666654611e-1f), ps[i]);
+    pc[i] = vaddq_f32(f(4.166664568298827e-2f), pc[i]);
+  }
+  ZT_EACH(i) {
+    q[i] = vmulq_f32(z[i], vaddq_f32(f(1.42857149e-1f), q[i]));
+    ps[i] = vaddq_f32(x[i], vmulq_f32(vmulq_f32(x[i], y[i]), ps[i]));  // sin x
+  }
+  ZT_EACH(i) {
+    q[i] = vmulq_f32(z[i], vaddq_f32(f(2.00000003e-1f), q[i]));
+    pc[i] = vaddq_f32(vsubq_f32(f(1.0f), vmulq_f32(f(0.5f), y[i])),
+                      vmulq_f32(vmulq_f32(y[i], y[i]), pc[i]));  // cos x
+  }
+  ZT_EACH(i) q[i] = vaddq_f32(f(3.33333343e-1f), q[i]);
   const U4 sign = vdupq_n_u32(0x80000000U);
-  const U4 cos_b = vbslq_u32(swap, as_u(s), as_u(c));
-  const U4 sin_b = vbslq_u32(swap, as_u(c), as_u(s));
-  cos_out = as_f(veorq_u32(cos_b, vandq_u32(veorq_u32(q1, q2), sign)));
-  sin_out = as_f(veorq_u32(sin_b, vandq_u32(q2, sign)));
+  ZT_EACH(i) {
+    q[i] = vaddq_f32(s[i], vmulq_f32(vmulq_f32(s[i], z[i]), q[i]));  // ½ ln m
+    // Quadrant: swap and negate (cossin_from_bits); x, y reused for cos φ, sin φ.
+    const U4 q1 = vshlq_n_u32(qr[i], 9);
+    const U4 q2 = vshlq_n_u32(qr[i], 8);
+    const U4 swap = vreinterpretq_u32_s32(vshrq_n_s32(vreinterpretq_s32_u32(q1), 31));
+    const U4 cos_b = vbslq_u32(swap, as_u(ps[i]), as_u(pc[i]));
+    const U4 sin_b = vbslq_u32(swap, as_u(pc[i]), as_u(ps[i]));
+    x[i] = as_f(veorq_u32(cos_b, vandq_u32(veorq_u32(q1, q2), sign)));
+    y[i] = as_f(veorq_u32(sin_b, vandq_u32(q2, sign)));
+  }
+  ZT_EACH(i) e[i] = vaddq_f32(vmulq_f32(e[i], f(-1.38629436e+0f)), vmulq_f32(q[i], f(-4.0f)));
+  ZT_EACH(i) e[i] = sqrt(e[i]);  // r
+  ZT_EACH(i) {
+    z0[i] = vmulq_f32(e[i], x[i]);
+    z1[i] = vmulq_f32(e[i], y[i]);
+  }
 }
 
 struct NeonGen {
   using Scale = F4;
   static Scale splat(float s) { return vdupq_n_f32(s); }
-  static constexpr std::uint64_t kStep = 1;
+  static constexpr std::uint64_t kStep = kN / kV;
 
-  template <bool kFill>
-  static void block(float* out, const Keys& k, std::uint32_t c0, Scale scale) {
+  // M q registers of pair counters from c0 (M / kV whole blocks, or one block for M = kV).
+  template <bool kFill, int M>
+  [[gnu::always_inline]] static void vectors(float* out, const Keys& k, std::uint32_t c0, Scale scale) {
     static constexpr std::uint32_t kIota[4] = {0, 1, 2, 3};
     const U4 iota = vld1q_u32(kIota);
-    F4 z0[kV], z1[kV];
-    for (int v = 0; v < kV; ++v) {
-      const U4 c = vaddq_u32(vdupq_n_u32(c0 + 4 * static_cast<std::uint32_t>(v)), iota);
-      const F4 r = radius(vshrq_n_u32(hash(c, k.a0, k.a1), 8));
-      F4 cs, sn;
-      cossin(vshrq_n_u32(hash(c, k.b0, k.b1), 8), cs, sn);
-      z0[v] = vmulq_f32(r, cs);
-      z1[v] = vmulq_f32(r, sn);
+    U4 a[M], b[M];
+    ZT_EACH(i) {
+      a[i] = vaddq_u32(vdupq_n_u32(c0 + 4 * static_cast<std::uint32_t>(i)), iota);
+      b[i] = a[i];
     }
-    for (int v = 0; v < kV; ++v) {
-      float* lo = out + 4 * v;
-      float* hi = out + kPairsPerBlock + 4 * v;
+    hash<M>(a, k.a0, k.a1);
+    hash<M>(b, k.b0, k.b1);
+    F4 z0[M], z1[M];
+    box_muller<M>(a, b, z0, z1);
+    ZT_EACH(i) {
+      float* lo = out + kBlock * (i / kV) + 4 * (i % kV);
+      float* hi = lo + kPairsPerBlock;
       if constexpr (kFill) {
-        vst1q_f32(lo, z0[v]);
-        vst1q_f32(hi, z1[v]);
+        vst1q_f32(lo, z0[i]);
+        vst1q_f32(hi, z1[i]);
       } else {
-        vst1q_f32(lo, vaddq_f32(vld1q_f32(lo), vmulq_f32(scale, z0[v])));
-        vst1q_f32(hi, vaddq_f32(vld1q_f32(hi), vmulq_f32(scale, z1[v])));
+        vst1q_f32(lo, vaddq_f32(vld1q_f32(lo), vmulq_f32(scale, z0[i])));
+        vst1q_f32(hi, vaddq_f32(vld1q_f32(hi), vmulq_f32(scale, z1[i])));
       }
     }
   }
 
   template <bool kFill>
+  static void block(float* out, const Keys& k, std::uint32_t c0, Scale scale) {
+    vectors<kFill, kV>(out, k, c0, scale);
+  }
+
+  template <bool kFill>
   static void step(float* out, const Keys& k, std::uint32_t c0, Scale scale) {
-    block<kFill>(out, k, c0, scale);
+    vectors<kFill, kN>(out, k, c0, scale);
   }
 };
+
+#undef ZT_EACH
 
 using NeonDriver = Driver<NeonGen>;
 
