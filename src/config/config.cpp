@@ -198,6 +198,11 @@ const std::vector<Key>& schema() {
        "subspace (N-periodic within each tensor)"},
       {"zo.pezo_pow2", Type::kBool, ZT_FIELD(zo.pezo_pow2), {}, {},
        "pezo_pool, pezo_onthefly: scale by the power of two nearest the norm-matching factor"},
+      {"zo.pezo_offset", Type::kString, ZT_FIELD(zo.pezo_offset), {}, {},
+       "pezo_pool, pezo_onthefly: where a perturbation starts: seeded (a hash of the step seed "
+       "and query picks the pool window or the generators' phases) or stream (PeZO read "
+       "literally: each perturbation continues the run-long stream where the last one stopped; "
+       "the pool then repeats after N / gcd(D, N) perturbations)"},
       {"zo.rngs", Type::kInt, ZT_FIELD(zo.rngs), closed(2, 64), {},
        "pezo_onthefly: generators, each giving one number per cycle (n; 31 is PeZO's best)"},
       {"zo.rng_bits", Type::kInt, ZT_FIELD(zo.rng_bits), closed(4, 16), {},
@@ -739,6 +744,10 @@ void validate_combination(const ExperimentConfig& cfg, const std::string& origin
                 "per-point activation); got model.arch " + std::string(name(cfg.model.arch)) +
                 ", model.precision " + (int8 ? "int8" : "fp32"));
   }
+  if (cfg.zo.pezo_offset != "seeded" && cfg.zo.pezo_offset != "stream") {
+    throw Error(origin + ": zo.pezo_offset: '" + cfg.zo.pezo_offset +
+                "', expected seeded or stream");
+  }
   if (int8 && cfg.zo.perturbation != "gaussian") {
     throw Error(origin + ": zo.perturbation: '" + cfg.zo.perturbation +
                 "' with model.precision int8; int8 training draws its own sparse uniform integer "
@@ -804,6 +813,7 @@ const InertRule kInertRules[] = {
      "int8 regenerates its sparse integer perturbation, which costs 1-2 % of its step"},
     {"zo.pool_size", false, no_pool, "it sizes the pool of zo.perturbation pezo_pool"},
     {"zo.pezo_pow2", false, no_pezo, "it scales PeZO's sources (pezo_pool, pezo_onthefly)"},
+    {"zo.pezo_offset", false, no_pezo, "it places PeZO's sources (pezo_pool, pezo_onthefly)"},
     {"zo.rngs", false, no_onthefly, "it applies to zo.perturbation pezo_onthefly"},
     {"zo.rng_bits", false, no_onthefly, "it applies to zo.perturbation pezo_onthefly"},
     {"zo.", false, no_zo, "full_bp has no zeroth-order part"},

@@ -84,9 +84,10 @@ class Engine {
 
   // Sets the epoch's schedule; returns its values for metrics.jsonl.
   virtual nlohmann::json begin_epoch(std::int64_t epoch) = 0;
-  // One step on batch `index` of the batcher's epoch (batch assembly timed as Data).
+  // One step on batch `index` of the batcher's epoch (batch assembly timed as Data); step_number
+  // counts the run's steps from 0 (resume continues it).
   virtual EngineStep step(BatchSource& source, int index, std::uint64_t step_seed,
-                          telemetry::PhaseTimes& times) = 0;
+                          std::uint64_t step_number, telemetry::PhaseTimes& times) = 0;
   virtual EvalResult evaluate(BatchSource& test) = 0;
 
   // Parameters and optimizer state into a checkpoint (metadata: only engine-specific keys).

@@ -249,7 +249,8 @@ LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunDa
       }
       const std::uint64_t step_seed = seeds::step(cfg.seed, st.global_step);
       const EngineStep s =
-          engine.step(batcher, static_cast<int>(st.step_in_epoch), step_seed, st.acc.times);
+          engine.step(batcher, static_cast<int>(st.step_in_epoch), step_seed,
+                      static_cast<std::uint64_t>(st.global_step), st.acc.times);
       if (!std::isfinite(s.loss) || !std::isfinite(s.g)) {  // the weights are garbage from here
         r.diverged = true;
         r.bad_step = s;

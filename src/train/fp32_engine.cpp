@@ -1,4 +1,6 @@
 // The FP32 engine: Fp32Trainer on a Model (docs/design.md §4).
+#include <spdlog/spdlog.h>
+
 #include <cstring>
 #include <string>
 
@@ -42,12 +44,23 @@ class Fp32Engine final : public Engine {
     o.pezo = {static_cast<std::size_t>(cfg.zo.pool_size), cfg.zo.pezo_pow2,
               seeds::pezo_pool(cfg.seed), static_cast<int>(cfg.zo.rngs),
               static_cast<int>(cfg.zo.rng_bits)};
+    o.pezo.stream_offsets = cfg.zo.pezo_offset == "stream";
     o.optimizer = cfg.optimizer.name;
     o.bp_activations = cfg.method.bp_activations;
     o.plan = cfg.train.memory_plan;
     lrs_ = resolve_learning_rates(cfg.optimizer.lr, cfg.optimizer.bp_lr, o.optimizer);
     model_->init(cfg.seed);
     trainer_ = std::make_unique<Fp32Trainer>(*model_, o);
+    if (o.pezo.stream_offsets && o.perturbation == kernels::PerturbSource::kPezoPool &&
+        trainer_->zo_params() > 0) {
+      const std::uint64_t windows = kernels::pezo_stream_windows(o.pezo.size, trainer_->zo_params());
+      if (windows < 1000) {
+        spdlog::warn("zo.pezo_offset stream: the pool of {} repeats its windows after {} "
+                     "perturbations (N / gcd(D, N), D = {} ZO weights); a prime zo.pool_size "
+                     "such as 4093 or zo.pezo_offset seeded avoids that",
+                     o.pezo.size, windows, trainer_->zo_params());
+      }
+    }
     check_fits_in_memory(trainer_->planned_bytes() + model_->input_floats() * sizeof(float) *
                                                          static_cast<std::size_t>(batch),
                          "the memory plan with its input batch");
@@ -104,12 +117,13 @@ class Fp32Engine final : public Engine {
   }
 
   EngineStep step(BatchSource& batcher, int index, std::uint64_t step_seed,
-                  telemetry::PhaseTimes& times) override {
+                  std::uint64_t step_number, telemetry::PhaseTimes& times) override {
     int n;
     {
       telemetry::ScopedPhase t(times, telemetry::Phase::kData);
       n = batcher.fill(index, x_.data(), y_.data());
     }
+    trainer_->set_step_number(step_number);
     const StepStats st = trainer_->step(x_.data(), y_.data(), n, step_seed, static_cast<float>(lr_),
                                         static_cast<float>(bp_lr_), times);
     return {st.loss, st.correct, n, st.g, st.clipped, -1};

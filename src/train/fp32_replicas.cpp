@@ -61,7 +61,8 @@ const float* Fp32Trainer::forward_replicas(const float* x, int n, std::uint64_t 
       for (int qi = 0; qi < q; ++qi) {
         {
           telemetry::ScopedPhase t(times, telemetry::Phase::kZoPerturb);
-          perturber_.fill(rep_z_.data(), size, seed, seeds::fp32_perturbation_stream(qi), offset);
+          perturber_.fill(rep_z_.data(), size, draw_seed(seed, qi),
+                          seeds::fp32_perturbation_stream(qi), offset);
         }
         for (int s = 0; s < 2; ++s) {
           const int r = 2 * qi + s;

@@ -30,6 +30,14 @@ Fp32PlanOptions plan_options(const Fp32TrainerOptions& o) {
           o.optimizer == OptimizerKind::kAdam, o.chunk_points};
 }
 
+// The PeZO options with D = θ_{1..C}'s size (a perturbation's length under stream offsets; at
+// least 1 so that a Full BP trainer, which never perturbs, can be built with them).
+kernels::PezoOptions pezo_options(const Fp32TrainerOptions& o, std::size_t zo_params) {
+  kernels::PezoOptions p = o.pezo;
+  p.elements = std::max<std::size_t>(zo_params, 1);
+  return p;
+}
+
 }  // namespace
 
 Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
@@ -41,7 +49,7 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
       plan_(model, plan_options(options)),
       stack_(model, plan_),
       optimizer_(options.optimizer, bp_params_, plan_.adam_m(), plan_.adam_v()),
-      perturber_(options.perturbation, options.isa, options.pezo),
+      perturber_(options.perturbation, options.isa, pezo_options(options, zo_params_)),
       estimator_(make_estimator(options.estimator, options.queries)) {
   const int L = model_.num_parametric();
   // Gradients: the backprop parameters' into the planned buffer, none for the ZO part.
@@ -53,6 +61,11 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
   for (nn::ParamTensor* p : model_.params_of_range(0, opt_.partition)) p->grad = nullptr;
   if (opt_.batched) init_replicas();
   if (opt_.cache_direction) z_cache_.resize(zo_params_);
+}
+
+std::uint64_t Fp32Trainer::draw_seed(std::uint64_t step_seed, int query) const {
+  if (!opt_.pezo.stream_offsets) return step_seed;
+  return step_number_ * static_cast<std::uint64_t>(opt_.queries) + static_cast<std::uint64_t>(query);
 }
 
 void Fp32Trainer::perturb_zo(std::uint64_t seed, std::uint64_t stream, float scale) {
@@ -153,7 +166,8 @@ class Fp32Trainer::ZoStep final : public ZoExecutor {
 
   void perturb(int query, int k) override {
     telemetry::ScopedPhase p(times_, telemetry::Phase::kZoPerturb);
-    t_.perturb_zo(seed_, seeds::fp32_perturbation_stream(query), static_cast<float>(k) * t_.opt_.eps);
+    t_.perturb_zo(t_.draw_seed(seed_, query), seeds::fp32_perturbation_stream(query),
+                  static_cast<float>(k) * t_.opt_.eps);
   }
 
   bool probe_all(int queries) override {
@@ -221,7 +235,8 @@ class Fp32Trainer::ZoStep final : public ZoExecutor {
     for (int i = 0; i < q; ++i) {
       const float restore = i == q - 1 ? static_cast<float>(restore_k) * t_.opt_.eps : 0.0f;
       const double gi = g[static_cast<std::size_t>(i)] / q;  // exact for q = 1
-      t_.perturb_zo(seed_, seeds::fp32_perturbation_stream(i), restore - lr_ * static_cast<float>(gi));
+      t_.perturb_zo(t_.draw_seed(seed_, i), seeds::fp32_perturbation_stream(i),
+                    restore - lr_ * static_cast<float>(gi));
       g_sum_ += g[static_cast<std::size_t>(i)];
     }
   }
@@ -291,6 +306,7 @@ StepStats Fp32Trainer::step(const float* x, const std::uint8_t* labels, int n,
     backward(n, 0, dlogits);
     optimizer_.apply(bp_theta_, plan_.grad(), lr_bp);
   }
+  ++step_number_;
   return st;
 }
 

@@ -100,7 +100,7 @@ class Int8Engine final : public Engine {
   }
 
   EngineStep step(BatchSource& batcher, int index, std::uint64_t step_seed,
-                  telemetry::PhaseTimes& times) override {
+                  std::uint64_t /*step_number*/, telemetry::PhaseTimes& times) override {
     int n;
     {
       telemetry::ScopedPhase t(times, telemetry::Phase::kData);

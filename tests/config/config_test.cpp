@@ -49,6 +49,7 @@ void expect_same(const ExperimentConfig& a, const ExperimentConfig& b) {
   EXPECT_EQ(a.zo.perturbation, b.zo.perturbation);
   EXPECT_EQ(a.zo.pool_size, b.zo.pool_size);
   EXPECT_EQ(a.zo.pezo_pow2, b.zo.pezo_pow2);
+  EXPECT_EQ(a.zo.pezo_offset, b.zo.pezo_offset);
   EXPECT_EQ(a.zo.preset, b.zo.preset);
   EXPECT_EQ(a.zo.batched, b.zo.batched);
   EXPECT_EQ(a.zo.cache_direction, b.zo.cache_direction);
@@ -288,7 +289,7 @@ TEST(ConfigTest, RoundTrip) {
 TEST(ConfigTest, DumpAndHelpListEveryKey) {
   const std::string dump = to_json_text(ExperimentConfig{});
   const std::string help = keys_help();
-  ASSERT_EQ(key_names().size(), 52u);
+  ASSERT_EQ(key_names().size(), 53u);
   for (const std::string& k : key_names()) {
     const std::string leaf = k.substr(k.rfind('.') + 1);
     EXPECT_NE(dump.find("\"" + leaf + "\""), std::string::npos) << k;
@@ -352,6 +353,19 @@ TEST(ConfigTest, CacheDirectionIsAnFp32Option) {
       {"zo.cache_direction=true"});
   ASSERT_EQ(i8.warnings.size(), 1u);
   EXPECT_NE(i8.warnings[0].find("zo.cache_direction has no effect here"), std::string::npos);
+}
+
+TEST(ConfigTest, PezoOffsetIsSeededOrStream) {
+  EXPECT_EQ(parse_config("{}", "t", {}).zo.pezo_offset, "seeded");
+  const ExperimentConfig c =
+      parse_config("{}", "t", {"zo.perturbation=pezo_pool", "zo.pezo_offset=stream"});
+  EXPECT_EQ(c.zo.pezo_offset, "stream");
+  EXPECT_TRUE(c.warnings.empty());
+  test::expect_error([] { parse_config("{}", "t", {"zo.pezo_offset=sliding"}); },
+                     {"zo.pezo_offset", "sliding", "seeded or stream"});
+  const ExperimentConfig g = parse_config("{}", "t", {"zo.pezo_offset=stream"});
+  ASSERT_EQ(g.warnings.size(), 1u);
+  EXPECT_NE(g.warnings[0].find("zo.pezo_offset has no effect here"), std::string::npos);
 }
 
 TEST(ConfigTest, ZoPresetsFillTheKeysNotGiven) {

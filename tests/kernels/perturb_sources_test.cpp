@@ -209,6 +209,60 @@ TEST(PezoPool, GoldenValuesAreArchitectureIndependent) {
   EXPECT_EQ(exact.pool_offset(7, 0), 154u);
 }
 
+// ---- PeZO's stream offsets ------------------------------------------------------------------
+
+PezoOptions stream_options(std::size_t pool, std::uint64_t elements) {
+  PezoOptions o{pool, false, 7};
+  o.rngs = 5;
+  o.rng_bits = 6;
+  o.stream_offsets = true;
+  o.elements = elements;
+  return o;
+}
+
+TEST(PezoStreamOffsets, EachPerturbationContinuesWhereTheLastStopped) {
+  // D = 10 elements per perturbation, N = 7: perturbation t reads pool[(10·t + i) mod 7], so
+  // perturbations 0, 1, 2 read one unbroken cyclic stream through the pool.
+  const std::uint64_t D = 10;
+  const Perturber pz(PerturbSource::kPezoPool, best_isa(), stream_options(7, D));
+  std::vector<float> run;
+  for (std::uint64_t t = 0; t < 3; ++t) {
+    std::vector<float> z(D);
+    pz.fill(z.data(), D, t, /*stream, ignored*/ 99, 0);
+    EXPECT_EQ(pz.pool_offset(t, 5), (t * D) % 7);
+    run.insert(run.end(), z.begin(), z.end());
+    // perturb adds the same numbers
+    std::vector<float> theta(D, 1.0f);
+    pz.perturb(theta.data(), D, t, 3, 0, 0.5f);
+    for (std::size_t i = 0; i < D; ++i) ASSERT_EQ(bits(theta[i]), bits(1.0f + 0.5f * z[i])) << i;
+  }
+  for (std::size_t e = 0; e < run.size(); ++e)
+    ASSERT_EQ(bits(run[e]), bits(pz.pool()[e % 7])) << e;
+  // The seeded mode's windows depend on (seed, stream), not on a running count.
+  const Perturber seeded(PerturbSource::kPezoPool, best_isa(), {7, false, 7});
+  EXPECT_EQ(seeded.pool_offset(1, 0), seeded.pool_offset(1, 0));
+  EXPECT_NE(pz.pool_offset(1, 0), pz.pool_offset(2, 0));
+}
+
+TEST(PezoStreamOffsets, OnTheFlyPerturbationsAreSlicesOfOneRunLongStream) {
+  const std::uint64_t D = 37;  // not a multiple of the 5 generators: chunks straddle perturbations
+  const Perturber pz(PerturbSource::kPezoOnTheFly, best_isa(), stream_options(7, D));
+  std::vector<float> two(2 * D), second(D), offset_half(D);
+  pz.fill(two.data(), 2 * D, 0, 0, 0);    // perturbation 0 and, running on, perturbation 1
+  pz.fill(second.data(), D, 1, 0, 0);     // perturbation 1
+  pz.fill(offset_half.data(), D - 4, 1, 0, 4);  // its elements 4.., as a layer at offset 4
+  for (std::size_t i = 0; i < D; ++i) ASSERT_EQ(bits(second[i]), bits(two[D + i])) << i;
+  for (std::size_t i = 0; i + 4 < D; ++i) ASSERT_EQ(bits(offset_half[i]), bits(second[4 + i])) << i;
+  EXPECT_NE(bits(second[0]), bits(two[0]));
+}
+
+TEST(PezoStreamOffsets, DistinctWindowsAreNOverGcd) {
+  EXPECT_EQ(pezo_stream_windows(4095, 107786), 585u);  // LeNet-5 FP32: gcd 7
+  EXPECT_EQ(pezo_stream_windows(4095, 107550), 91u);   // LeNet-5 int8: gcd 45
+  EXPECT_EQ(pezo_stream_windows(4093, 107786), 4093u);  // a prime N: every window
+  EXPECT_EQ(pezo_stream_windows(7, 14), 1u);            // D a multiple of N: one window
+}
+
 // ---- PeZO's on-the-fly generator -----------------------------------------------------------
 
 TEST(PezoOnTheFly, LfsrSequencesAreMaximalLength) {

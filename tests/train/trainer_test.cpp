@@ -250,6 +250,33 @@ TEST(EstimatorQueries, SeveralQueriesLowerTheLossOfATinyProblem) {
   EXPECT_NE(four.weights, one.weights);
 }
 
+// PeZO's stream offsets: a step's perturbations are numbered by the run's step count (q per
+// step), not drawn from the step seed. So with stream offsets the step seed changes nothing and
+// the step number does; with the default seeded offsets it is the other way round.
+TEST(PezoStreamOffsets, TheStepNumberNotTheSeedPicksTheWindow) {
+  const test::LabelledBatch b = test::random_labelled_batch(4, 784, 10, 5, 0.0, 1.0);
+  auto run = [&](bool stream, std::uint64_t step_number, std::uint64_t step_seed) {
+    auto model = nn::make_lenet5(kernels::best_isa());
+    model->init(3);
+    Fp32TrainerOptions o;
+    o.partition = 4;
+    o.batch_size = 4;
+    o.queries = 2;
+    o.perturbation = kernels::PerturbSource::kPezoPool;
+    o.pezo.seed = 9;
+    o.pezo.stream_offsets = stream;
+    Fp32Trainer t(*model, o);
+    t.set_step_number(step_number);
+    telemetry::PhaseTimes times;
+    const StepStats st = t.step(b.x.data(), b.y.data(), 4, step_seed, 1e-3f, 1e-2f, times);
+    return std::vector<double>{st.loss, st.g};
+  };
+  EXPECT_EQ(run(true, 6, 100), run(true, 6, 200));
+  EXPECT_NE(run(true, 6, 100), run(true, 7, 100));
+  EXPECT_NE(run(false, 6, 100), run(false, 6, 200));
+  EXPECT_EQ(run(false, 6, 100), run(false, 7, 100));
+}
+
 INSTANTIATE_TEST_SUITE_P(Registry, EveryMethod, ::testing::ValuesIn(config::methods()),
                          [](const auto& info) { return std::string(info.param.name); });
 

@@ -58,6 +58,7 @@ struct ZoConfig {
   std::string perturbation = "gaussian";  // kernels/perturb.hpp's sources (FP32 only)
   std::int64_t pool_size = 4095;       // pezo_pool: N
   bool pezo_pow2 = false;              // PeZO sources: scale by a power of two
+  std::string pezo_offset = "seeded";  // PeZO sources: seeded | stream
   std::int64_t rngs = 31;              // pezo_onthefly: n
   std::int64_t rng_bits = 8;           // pezo_onthefly: b
 };

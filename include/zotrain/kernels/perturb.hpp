@@ -90,7 +90,17 @@ struct PezoOptions {
   std::uint64_t seed = 0;   // the pool's own seed (drawn once per run)
   int rngs = kPezoRngs;     // on-the-fly: n, in [2, kPezoMaxRngs]
   int rng_bits = kPezoRngBits;  // on-the-fly: b, in [4, 16]
+  // Offsets: false = seeded (the window or the RNG phases of a perturbation are picked by a hash
+  // of its (seed, stream)); true = stream, PeZO read literally: one run-long stream that
+  // perturbation t continues where t − 1 stopped. Then perturb / fill take t (0, 1, … over the
+  // run, every query counted) as `seed`, ignore `stream`, and element i of perturbation t is
+  // element t·elements + i of the stream: pool[(t·elements + i) mod N], or the on-the-fly
+  // generators (phases from `seed` above) at element t·elements + i.
+  bool stream_offsets = false;
+  std::uint64_t elements = 0;  // stream: D, the elements of one perturbation (≥ 1)
 };
+// Distinct windows of a pool of N under stream offsets advancing by D: N / gcd(D, N).
+std::uint64_t pezo_stream_windows(std::uint64_t pool_size, std::uint64_t elements);
 // E‖g_d‖ for g_d ~ N(0, I_d) = √2 Γ((d+1)/2) / Γ(d/2): below 64 by the recurrence
 // Γ((d+3)/2)/Γ((d+2)/2) = Γ((d+1)/2)/Γ(d/2) · (d+1)/d, above by its asymptotic series (exact IEEE
 // operations only, so the same bits everywhere; relative error < 1e-12 for d ≥ 64).
@@ -113,11 +123,18 @@ class Perturber {
             std::uint64_t offset) const;
   PerturbSource source() const { return source_; }
   const std::vector<float>& pool() const { return pool_; }  // empty unless kPezoPool
-  std::size_t pool_offset(std::uint64_t seed, std::uint64_t stream) const;  // o, kPezoPool
+  // o, kPezoPool: hash(seed, stream) mod N, or (t·D) mod N for t = seed with stream offsets.
+  std::size_t pool_offset(std::uint64_t seed, std::uint64_t stream) const;
   // kPezoOnTheFly: RNG m's phase in its LFSR sequence for (seed, stream), m < rngs.
   std::size_t rng_phase(std::uint64_t seed, std::uint64_t stream, int m) const;
 
  private:
+  // The generators' (seed, stream) and first element for a perturbation's element `offset`:
+  // as given, or with stream offsets (run seed, 0) at t·D + offset for t = seed.
+  struct OnTheFlyAt {
+    std::uint64_t seed, stream, first;
+  };
+  OnTheFlyAt on_the_fly_at(std::uint64_t seed, std::uint64_t stream, std::uint64_t offset) const;
   // Writes elements [first, first + len) of (seed, stream) with theta += scale · z, or out = z.
   template <bool kFill>
   void on_the_fly(float* out, std::size_t len, std::uint64_t seed, std::uint64_t stream,
@@ -129,6 +146,8 @@ class Perturber {
   std::vector<std::uint16_t> lfsr_;  // kPezoOnTheFly: one period of the RNGs' polynomial
   int rngs_ = 0, bits_ = 0;
   bool pow2_ = false;
+  bool stream_offsets_ = false;
+  std::uint64_t elements_ = 0, run_seed_ = 0;  // stream offsets: D and the phases' seed
 };
 
 }  // namespace zt::kernels

@@ -93,6 +93,9 @@ class Fp32Trainer {
   double loss(const float* x, const std::uint8_t* labels, int n);
 
   const Fp32TrainerOptions& options() const { return opt_; }
+  // The run's step number of the next step (counted up by step()); PeZO's stream offsets
+  // number the perturbations by it. Resume sets it.
+  void set_step_number(std::uint64_t k) { step_number_ = k; }
   std::size_t zo_params() const { return zo_params_; }
   std::size_t bp_params() const { return bp_params_; }
   // Bytes this trainer allocated for training (arena: activations, errors, gradients, scratch,
@@ -135,6 +138,10 @@ class Fp32Trainer {
   std::vector<float> rep_act_[2], rep_w_, rep_z_, rep_scratch_;  // batched probes' buffers
   // θ_{1..C} += scale · z of (seed, stream): regenerated, or from the cache (cache_direction).
   void perturb_zo(std::uint64_t seed, std::uint64_t stream, float scale);
+  // The `seed` a perturbation of query i is drawn with: the step seed, or with PeZO's stream
+  // offsets the run-wide perturbation number step_number·q + i.
+  std::uint64_t draw_seed(std::uint64_t step_seed, int query) const;
+  std::uint64_t step_number_ = 0;
   std::vector<float> z_cache_;  // cache_direction: the direction of (z_seed_, z_stream_)
   std::uint64_t z_seed_ = 0, z_stream_ = 0;
   bool z_cached_ = false;

@@ -10,6 +10,7 @@
 #include <array>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "../chunked_parallel.hpp"
 #include "../select_isa.hpp"
@@ -231,7 +232,19 @@ std::vector<std::uint16_t> lfsr_sequence(int bits) {
   return seq;
 }
 
-Perturber::Perturber(PerturbSource s, Isa isa, const PezoOptions& pezo) : source_(s) {
+std::uint64_t pezo_stream_windows(std::uint64_t pool_size, std::uint64_t elements) {
+  ZT_CHECK(pool_size >= 1);
+  std::uint64_t a = pool_size, b = elements % pool_size;
+  while (b != 0) a = std::exchange(b, a % b);  // gcd(N, D mod N) = gcd(D, N)
+  return pool_size / a;
+}
+
+Perturber::Perturber(PerturbSource s, Isa isa, const PezoOptions& pezo)
+    : source_(s), stream_offsets_(pezo.stream_offsets), elements_(pezo.elements),
+      run_seed_(pezo.seed) {
+  if (stream_offsets_ && elements_ == 0) {
+    throw Error("PeZO stream offsets: the perturbation must have at least one element");
+  }
   if (s == PerturbSource::kPezoOnTheFly) {
     if (pezo.rngs < 2 || pezo.rngs > kPezoMaxRngs) {
       throw Error("zo.rngs: " + std::to_string(pezo.rngs) + ", expected 2.." +
@@ -264,7 +277,17 @@ Perturber::Perturber(PerturbSource s, Isa isa, const PezoOptions& pezo) : source
 
 std::size_t Perturber::pool_offset(std::uint64_t seed, std::uint64_t stream) const {
   ZT_CHECK(!pool_.empty());
+  if (stream_offsets_) {  // (t·D) mod N without overflow: N < 2^25
+    const std::uint64_t N = pool_.size();
+    return static_cast<std::size_t>((seed % N) * (elements_ % N) % N);
+  }
   return static_cast<std::size_t>(mix64(seed ^ mix64(stream + 0x50e2a0a1ULL)) % pool_.size());
+}
+
+Perturber::OnTheFlyAt Perturber::on_the_fly_at(std::uint64_t seed, std::uint64_t stream,
+                                               std::uint64_t offset) const {
+  if (stream_offsets_) return {run_seed_, 0, seed * elements_ + offset};  // element t·D + offset
+  return {seed, stream, offset};
 }
 
 std::size_t Perturber::rng_phase(std::uint64_t seed, std::uint64_t stream, int m) const {
@@ -319,8 +342,9 @@ void Perturber::perturb(float* theta, std::size_t n, std::uint64_t seed, std::ui
                         std::uint64_t offset, float scale) const {
   if (perturb_ != nullptr) return perturb_(theta, n, seed, stream, offset, scale);
   if (!lfsr_.empty()) {
+    const OnTheFlyAt at = on_the_fly_at(seed, stream, offset);
     PoolChunks::for_each(n, [&](std::size_t b, std::size_t len) {
-      on_the_fly<false>(theta + b, len, seed, stream, offset + b, scale);
+      on_the_fly<false>(theta + b, len, at.seed, at.stream, at.first + b, scale);
     });
     return;
   }
@@ -363,7 +387,10 @@ void add_scaled_f32(float* theta, const float* z, std::size_t n, float scale) {
 void Perturber::fill(float* out, std::size_t n, std::uint64_t seed, std::uint64_t stream,
                      std::uint64_t offset) const {
   if (fill_ != nullptr) return fill_(out, n, seed, stream, offset);
-  if (!lfsr_.empty()) return on_the_fly<true>(out, n, seed, stream, offset, 0.0f);
+  if (!lfsr_.empty()) {
+    const OnTheFlyAt at = on_the_fly_at(seed, stream, offset);
+    return on_the_fly<true>(out, n, at.seed, at.stream, at.first, 0.0f);
+  }
   const std::size_t N = pool_.size();
   const std::size_t o = (pool_offset(seed, stream) + offset % N) % N;
   for (std::size_t i = 0; i < n; ++i) out[i] = pool_[(o + i % N) % N];
