@@ -736,6 +736,10 @@ void validate_combination(const ExperimentConfig& cfg, const std::string& origin
                 " with model.precision int8; int8 training takes 1 query per step (its rounded "
                 "update cannot restore earlier queries exactly)");
   }
+  if (int8 && cfg.zo.estimator == "layerwise") {
+    throw Error(origin + ": zo.estimator: 'layerwise' with model.precision int8; the layer-wise "
+                "estimate is FP32 only for now (int8: two_sided or one_sided)");
+  }
   if (cfg.zo.batched && (int8 || cfg.zo.estimator != "two_sided" ||
                          cfg.model.arch == Arch::kPointNet)) {
     throw Error(origin + ": zo.batched: true needs zo.estimator two_sided (not '" +
@@ -1028,6 +1032,11 @@ const std::vector<ZoPreset>& zo_presets() {
        "q x batch fixed: pair it with train.batch_size = 32 / 4)",
        {{"zo.estimator", "\"two_sided\""}, {"zo.queries", "4"}, {"zo.perturbation", "\"gaussian\""},
         {"zo.batched", "true"}}},
+      {"pmt",
+       "Poor Man's Training (FP32, weight perturbation): each ZO layer probed alone with 4 "
+       "Rademacher directions against one clean pass, updates scaled by q / (q + d_layer - 1)",
+       {{"zo.estimator", "\"layerwise\""}, {"zo.queries", "4"},
+        {"zo.perturbation", "\"rademacher\""}, {"zo.batched", "false"}}},
   };
   return kPresets;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <tuple>
 
 #include "zotrain/core/error.hpp"
 #include "zotrain/core/seeds.hpp"
@@ -61,6 +62,17 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
   for (nn::ParamTensor* p : model_.params_of_range(0, opt_.partition)) p->grad = nullptr;
   if (opt_.batched) init_replicas();
   if (opt_.cache_direction) z_cache_.resize(zo_params_);
+  const float* theta = model_.param_data();
+  for (int l = 0; l < opt_.partition; ++l) {
+    std::size_t size = 0;
+    const std::vector<nn::ParamTensor*> ps = model_.params_of_range(l, l + 1);
+    for (nn::ParamTensor* p : ps) size += p->size();
+    const auto begin = static_cast<std::size_t>(ps.front()->data - theta);
+    ZT_CHECK_MSG(begin == (zo_blocks_.empty() ? 0 : zo_blocks_.back().first + zo_blocks_.back().second),
+                 "the ZO layers' parameters are contiguous in θ");
+    zo_blocks_.emplace_back(begin, size);
+  }
+  zo_len_ = zo_params_;
 }
 
 std::uint64_t Fp32Trainer::draw_seed(std::uint64_t step_seed, int query) const {
@@ -69,9 +81,9 @@ std::uint64_t Fp32Trainer::draw_seed(std::uint64_t step_seed, int query) const {
 }
 
 void Fp32Trainer::perturb_zo(std::uint64_t seed, std::uint64_t stream, float scale) {
-  float* theta = model_.param_data();
+  float* theta = model_.param_data() + zo_begin_;
   if (z_cache_.empty()) {
-    perturber_.perturb(theta, zo_params_, seed, stream, 0, scale);
+    perturber_.perturb(theta, zo_len_, seed, stream, zo_begin_, scale);
     return;
   }
   if (!z_cached_ || z_seed_ != seed || z_stream_ != stream) {
@@ -80,7 +92,7 @@ void Fp32Trainer::perturb_zo(std::uint64_t seed, std::uint64_t stream, float sca
     z_stream_ = stream;
     z_cached_ = true;
   }
-  kernels::add_scaled_f32(theta, z_cache_.data(), zo_params_, scale);
+  kernels::add_scaled_f32(theta, z_cache_.data() + zo_begin_, zo_len_, scale);
 }
 
 std::size_t Fp32Trainer::planned_bytes() const {
@@ -238,6 +250,19 @@ class Fp32Trainer::ZoStep final : public ZoExecutor {
       t_.perturb_zo(t_.draw_seed(seed_, i), seeds::fp32_perturbation_stream(i),
                     restore - lr_ * static_cast<float>(gi));
       g_sum_ += g[static_cast<std::size_t>(i)];
+    }
+  }
+
+  int blocks() const override { return static_cast<int>(t_.zo_blocks_.size()); }
+  std::size_t block_size(int b) const override {
+    return t_.zo_blocks_[static_cast<std::size_t>(b)].second;
+  }
+  void select_block(int b) override {
+    if (b < 0) {
+      t_.zo_begin_ = 0;
+      t_.zo_len_ = t_.zo_params_;
+    } else {
+      std::tie(t_.zo_begin_, t_.zo_len_) = t_.zo_blocks_[static_cast<std::size_t>(b)];
     }
   }
 

@@ -9,6 +9,7 @@ namespace zt::train {
 // Each estimator's factory (src/train/estimators/<name>.cpp).
 std::unique_ptr<ZoEstimator> make_two_sided(int queries);
 std::unique_ptr<ZoEstimator> make_one_sided(int queries);
+std::unique_ptr<ZoEstimator> make_layerwise(int queries);
 
 const std::vector<EstimatorInfo>& estimators() {
   static const std::vector<EstimatorInfo> kEstimators = {
@@ -20,6 +21,11 @@ const std::vector<EstimatorInfo>& estimators() {
        "one-sided: L(theta + eps z) per query against one clean L(theta), g = their difference / "
        "eps (Poor Man's Training's)",
        &make_one_sided},
+      {"layerwise",
+       "Poor Man's Training's layer-wise one-sided estimate: each ZO layer probed alone with q "
+       "directions against one clean pass, all updated together, each step scaled by q / (q + "
+       "d_layer - 1) (FP32)",
+       &make_layerwise},
   };
   return kEstimators;
 }

@@ -355,6 +355,20 @@ TEST(ConfigTest, CacheDirectionIsAnFp32Option) {
   EXPECT_NE(i8.warnings[0].find("zo.cache_direction has no effect here"), std::string::npos);
 }
 
+TEST(ConfigTest, PmtPresetIsLayerwiseRademacherAndFp32Only) {
+  const ExperimentConfig c = parse_config("{}", "t", {"zo.preset=pmt"});
+  EXPECT_EQ(c.zo.estimator, "layerwise");
+  EXPECT_EQ(c.zo.perturbation, "rademacher");
+  EXPECT_EQ(c.zo.queries, 4);
+  EXPECT_EQ(parse_config("{}", "t", {"zo.preset=pmt", "zo.queries=2"}).zo.queries, 2);
+  test::expect_error(
+      [] {
+        parse_config(R"({"model": {"precision": "int8"}, "optimizer": {"name": "sgd"}})", "t",
+                     {"zo.estimator=layerwise"});
+      },
+      {"zo.estimator", "layerwise", "int8"});
+}
+
 TEST(ConfigTest, PezoOffsetIsSeededOrStream) {
   EXPECT_EQ(parse_config("{}", "t", {}).zo.pezo_offset, "seeded");
   const ExperimentConfig c =

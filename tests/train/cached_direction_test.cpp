@@ -22,7 +22,8 @@ struct Trajectory {
   std::size_t planned = 0, zo_params = 0;
 };
 
-Trajectory train(int partition, int queries, kernels::PerturbSource source, bool cache, int steps) {
+Trajectory train(int partition, int queries, kernels::PerturbSource source, bool cache, int steps,
+                 const char* estimator = "two_sided") {
   auto model = nn::make_lenet5(kernels::best_isa());
   model->init(7);
   Fp32TrainerOptions o;
@@ -34,6 +35,7 @@ Trajectory train(int partition, int queries, kernels::PerturbSource source, bool
   o.perturbation = source;
   o.pezo.seed = 5;
   o.cache_direction = cache;
+  o.estimator = estimator;
   Fp32Trainer t(*model, o);
   Trajectory r;
   telemetry::PhaseTimes times;
@@ -56,15 +58,19 @@ TEST(CachedDirection, SameTrajectoryAsRegeneratingZ) {
   struct Case {
     int partition, queries;
     S source;
+    const char* estimator;
   };
-  const Case cases[] = {{4, 1, S::kGaussian},   {5, 1, S::kGaussian}, {2, 3, S::kGaussian},
-                        {4, 1, S::kRademacher}, {4, 2, S::kPezoPool}, {4, 1, S::kPezoOnTheFly}};
+  // The layer-wise estimator reads the cache one layer's slice at a time.
+  const Case cases[] = {{4, 1, S::kGaussian, "two_sided"},   {5, 1, S::kGaussian, "two_sided"},
+                        {2, 3, S::kGaussian, "two_sided"},   {4, 1, S::kRademacher, "two_sided"},
+                        {4, 2, S::kPezoPool, "two_sided"},   {4, 1, S::kPezoOnTheFly, "two_sided"},
+                        {4, 2, S::kRademacher, "layerwise"}, {3, 1, S::kGaussian, "one_sided"}};
   for (const Case& c : cases) {
-    const Trajectory plain = train(c.partition, c.queries, c.source, false, 4);
-    const Trajectory cached = train(c.partition, c.queries, c.source, true, 4);
+    const Trajectory plain = train(c.partition, c.queries, c.source, false, 4, c.estimator);
+    const Trajectory cached = train(c.partition, c.queries, c.source, true, 4, c.estimator);
     const std::string what = "C = " + std::to_string(c.partition) + ", q = " +
                              std::to_string(c.queries) + ", " +
-                             kernels::perturb_source_name(c.source);
+                             kernels::perturb_source_name(c.source) + ", " + c.estimator;
     EXPECT_EQ(plain.loss, cached.loss) << what;
     EXPECT_EQ(plain.g, cached.g) << what;
     EXPECT_TRUE(plain.theta == cached.theta) << what;

@@ -205,5 +205,82 @@ TEST(ZoEstimator, EverySourceIsUnbiasedOnAQuadratic) {
   }
 }
 
+// ---- layer-wise (Poor Man's Training) ------------------------------------------------------
+
+// The quadratic above in two blocks, θ_0..θ_1 and θ_2..θ_5: perturb and update act on the
+// selected block only; update records ĝ_b = (1/q) Σ g_i z_{i,b} on that block.
+class BlockedQuadratic final : public ZoExecutor {
+ public:
+  explicit BlockedQuadratic(Quadratic& q) : quad(q), ghat(q.a.size(), 0.0) {}
+  int blocks() const override { return 2; }
+  std::size_t block_size(int b) const override { return b == 0 ? 2 : 4; }
+  void select_block(int b) override {
+    log.push_back("select " + std::to_string(b));
+    if (b < 0) {
+      lo = 0, hi = quad.a.size();
+    } else {
+      lo = b == 0 ? 0 : 2, hi = b == 0 ? 2 : quad.a.size();
+    }
+  }
+  void perturb(int q, int k) override {
+    for (std::size_t j = lo; j < hi; ++j) quad.theta[j] += k * Quadratic::kEps * quad.z[q][j];
+  }
+  void probe(int, ProbeSide side) override {
+    log.push_back(side == ProbeSide::kPlus ? "probe +" : "probe -");
+    (side == ProbeSide::kPlus ? quad.f_plus : quad.f_minus) = quad.f();
+  }
+  double estimate(int, int span) override {
+    return (quad.f_plus - quad.f_minus) / (span * Quadratic::kEps);
+  }
+  void update(std::span<const double> g, int restore) override {
+    log.push_back("update restore " + std::to_string(restore));
+    for (std::size_t i = 0; i < g.size(); ++i)
+      for (std::size_t j = lo; j < hi; ++j) ghat[j] += g[i] * quad.z[i][j] / g.size();
+  }
+  Quadratic& quad;
+  std::vector<double> ghat;
+  std::vector<std::string> log;
+  std::size_t lo = 0, hi = 0;
+};
+
+// Over all sign vectors the layer-wise estimate of block b averages to K/(K + d_b − 1) times
+// the gradient on b (K = q; the one-sided curvature term cancels for symmetric directions), the
+// weights come back exactly, and the step is one clean probe, then q + probes per block, then
+// the updates of both blocks.
+TEST(ZoEstimator, LayerwiseIsTheGradientScaledPerBlock) {
+  constexpr int d = 6;
+  for (int q : {1, 2}) {
+    Quadratic quad(d);
+    const std::vector<double> grad = quad.grad(), theta0 = quad.theta;
+    const auto est = make_estimator("layerwise", q);
+    std::array<double, kMaxQueries> g{};
+    std::vector<double> mean(d, 0.0);
+    const unsigned patterns = 1u << (d * q);
+    for (unsigned p = 0; p < patterns; ++p) {
+      quad.z.clear();
+      for (int i = 0; i < q; ++i) quad.z.push_back(signs(d, (p >> (d * i)) & ((1u << d) - 1)));
+      BlockedQuadratic ex(quad);
+      est->step(ex, g);
+      for (int j = 0; j < d; ++j) mean[j] += ex.ghat[j] / patterns;
+      for (int j = 0; j < d; ++j) ASSERT_NEAR(quad.theta[j], theta0[j], 1e-12) << "restored";
+      if (p == 0) {
+        std::vector<std::string> want = {"probe -"};
+        for (int b = 0; b < 2; ++b) {
+          want.push_back("select " + std::to_string(b));
+          for (int i = 0; i < q; ++i) want.push_back("probe +");
+        }
+        for (const char* b : {"select 0", "update restore 0", "select 1", "update restore 0",
+                              "select -1"})
+          want.push_back(b);
+        EXPECT_EQ(ex.log, want) << "q " << q;
+      }
+    }
+    for (int j = 0; j < d; ++j) {
+      const double db = j < 2 ? 2.0 : 4.0;
+      EXPECT_NEAR(mean[j], q / (q + db - 1.0) * grad[j], 1e-7) << "q " << q << " j " << j;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace zt::train

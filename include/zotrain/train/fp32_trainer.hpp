@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "zotrain/core/arena.hpp"
@@ -142,6 +143,10 @@ class Fp32Trainer {
   // offsets the run-wide perturbation number step_number·q + i.
   std::uint64_t draw_seed(std::uint64_t step_seed, int query) const;
   std::uint64_t step_number_ = 0;
+  // The ZO layers as blocks of θ_{1..C} (begin, size), and the range perturb_zo acts on: all of
+  // θ_{1..C}, or one block while a layer-wise estimator has selected it.
+  std::vector<std::pair<std::size_t, std::size_t>> zo_blocks_;
+  std::size_t zo_begin_ = 0, zo_len_ = 0;
   std::vector<float> z_cache_;  // cache_direction: the direction of (z_seed_, z_stream_)
   std::uint64_t z_seed_ = 0, z_stream_ = 0;
   bool z_cached_ = false;

@@ -15,11 +15,16 @@
 //                   − passes of queries 0..q−1 as one forward over 2q replicas, θ untouched;
 //                   estimate(i, 2) then reads query i's pair and the backprop part the last
 //                   query's − replica. Returns false (nothing done) otherwise.
+//   blocks(), block_size(b), select_block(b)   layer-wise estimation: θ_{1..C} as blocks (one
+//                   per ZO layer); after select_block(b) perturb and update act on block b
+//                   alone (z_i restricted to it), select_block(−1) on all of θ_{1..C} again.
+//                   An executor without blocks is one block.
 // The estimator decides which probes a step takes, in which order, and with how many queries q.
 // A new estimator is one file in src/train/estimators/ plus one line in the registry
 // (src/train/zo_estimator.cpp).
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <span>
 #include <string>
@@ -42,6 +47,9 @@ class ZoExecutor {
   virtual double estimate(int query, int span) = 0;
   virtual void update(std::span<const double> g, int restore) = 0;  // g.size() = queries
   virtual bool probe_all(int /*queries*/) { return false; }
+  virtual int blocks() const { return 1; }
+  virtual std::size_t block_size(int /*b*/) const { return 0; }  // parameters; 0 = unknown
+  virtual void select_block(int /*b*/) {}
 };
 
 class ZoEstimator {

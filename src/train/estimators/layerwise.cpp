@@ -1,0 +1,63 @@
+// Poor Man's Training's layer-wise estimate with weight perturbation: one clean pass, then for
+// each ZO layer b alone q one-sided probes θ + ε z_{i,b} (z_i restricted to layer b, the other
+// layers clean), g_{b,i} = (L(θ + ε z_{i,b}) − L(θ)) / ε. All layers are estimated at the same
+// θ and updated together at the end (PMT's "global update", not block-coordinate descent), each
+// with its gradient-norm scaling K / (K + d_b − 1), K = q, d_b = the layer's weights: the ratio
+// of E‖∇‖² to E‖ĝ‖² that keeps a large layer's noisy estimate from taking an outsized step.
+// 1 + L·q forward passes per step (full passes: no partial forward from layer b yet). The clean
+// pass comes first, and only + probes follow, so the backprop part reads the clean activations.
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "zotrain/train/zo_estimator.hpp"
+
+namespace zt::train {
+namespace {
+
+class Layerwise final : public ZoEstimator {
+ public:
+  explicit Layerwise(int queries) : queries_(queries) {}
+  int queries() const override { return queries_; }
+
+  void step(ZoExecutor& ex, std::span<double> g) const override {
+    const int blocks = ex.blocks();
+    const auto q = static_cast<std::size_t>(queries_);
+    std::vector<double> gb(static_cast<std::size_t>(blocks) * q);
+    ex.probe(0, ProbeSide::kMinus);
+    for (int b = 0; b < blocks; ++b) {
+      ex.select_block(b);
+      for (int i = 0; i < queries_; ++i) {
+        ex.perturb(i, +1);
+        ex.probe(i, ProbeSide::kPlus);
+        gb[static_cast<std::size_t>(b) * q + static_cast<std::size_t>(i)] = ex.estimate(i, 1);
+        ex.perturb(i, -1);
+      }
+    }
+    std::fill(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(q), 0.0);
+    std::vector<double> scaled(q);
+    for (int b = 0; b < blocks; ++b) {
+      ex.select_block(b);
+      const double d = static_cast<double>(std::max<std::size_t>(ex.block_size(b), 1));
+      const double gns = static_cast<double>(q) / (static_cast<double>(q) + d - 1.0);
+      for (std::size_t i = 0; i < q; ++i) {
+        const double gi = gb[static_cast<std::size_t>(b) * q + i];
+        scaled[i] = gns * gi;
+        g[i] += gi / blocks;
+      }
+      ex.update(scaled, 0);
+    }
+    ex.select_block(-1);
+  }
+
+ private:
+  int queries_;
+};
+
+}  // namespace
+
+std::unique_ptr<ZoEstimator> make_layerwise(int queries) {
+  return std::make_unique<Layerwise>(queries);
+}
+
+}  // namespace zt::train
