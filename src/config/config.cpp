@@ -190,9 +190,9 @@ const std::vector<Key>& schema() {
        "named zo.* settings (the Presets list of --help); keys given explicitly override it"},
       {"zo.perturbation", Type::kString, ZT_FIELD(zo.perturbation), {}, {},
        "where the FP32 direction z comes from: gaussian (the paper's), rademacher (+-1), "
-       "uniform (sqrt(3) U(-1, 1)), pezo_pool (PeZO's pool of zo.pool_size numbers) or "
-       "pezo_onthefly (PeZO's zo.rngs rotated zo.rng_bits-bit generators); int8 draws its own "
-       "sparse uniform integers"},
+       "uniform (sqrt(3) U(-1, 1)), xorshift (+-1 from Poor Man's Training's xorshift32), "
+       "pezo_pool (PeZO's pool of zo.pool_size numbers) or pezo_onthefly (PeZO's zo.rngs "
+       "rotated zo.rng_bits-bit generators); int8 draws its own sparse uniform integers"},
       {"zo.pool_size", Type::kInt, ZT_FIELD(zo.pool_size), closed(1, 1 << 24), {},
        "pezo_pool: numbers in the pool (N; 2^k - 1 as PeZO advises); updates stay in a "
        "subspace (N-periodic within each tensor)"},

@@ -1,7 +1,8 @@
 // The non-Gaussian perturbation sources (src/kernels/perturb/perturb_sources.cpp): the fast path
 // equals the one-element reference bit for bit at any offset, length and thread count, the
-// values are what the definitions say (±1; √3·U(−1, 1) with mean 0, variance 1), and the names
-// of zo.perturbation map to them.
+// values are what the definitions say (±1; √3·U(−1, 1) with mean 0, variance 1; XORShift's
+// signs are the paper's generator stepped once per element), and the names of zo.perturbation
+// map to them.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -56,7 +57,8 @@ TEST(PerturbSources, FastPathMatchesReferenceBitForBit) {
 TEST(PerturbSources, ThreadCountDoesNotChangeBits) {
   const std::size_t n = 107786;
   const int saved = omp_get_max_threads();
-  for (PerturbSource s : kOthers) {
+  for (PerturbSource s : {PerturbSource::kRademacher, PerturbSource::kUniform,
+                          PerturbSource::kXorshift}) {
     std::vector<float> want(n);
     omp_set_num_threads(1);
     select_fill_f32(s, best_isa())(want.data(), n, 5, 1, 3);
@@ -87,7 +89,14 @@ TEST(PerturbSources, GoldenValuesAreArchitectureIndependent) {
       {PerturbSource::kUniform, 0, 0xbfd909d0u},
       {PerturbSource::kUniform, 17, 0x3fcbd5f7u},
       {PerturbSource::kUniform, (std::uint64_t{1} << 33) + 5, 0xbfb5d76du},
+      {PerturbSource::kXorshift, 0, 0x3f800000u},
+      {PerturbSource::kXorshift, 1, 0xbf800000u},
+      {PerturbSource::kXorshift, 4097, 0x3f800000u},
+      {PerturbSource::kXorshift, 1000003, 0xbf800000u},
   };
+  // XORShift's start state (a hash of seed and stream) and a jump, whole words.
+  EXPECT_EQ(xorshift_state(42, 3), 0x4e28fb44u);
+  EXPECT_EQ(xorshift_jump(xorshift_state(42, 3), 1000004), 0x50bada2bu);
   for (const Golden& g : golden)
     EXPECT_EQ(bits(perturbation_ref(g.s, 42, 3, g.index)), g.z_bits)
         << perturb_source_name(g.s) << " index " << g.index << std::hex << " got 0x"
@@ -125,8 +134,66 @@ TEST(PerturbSources, ValuesFollowTheirDefinitions) {
   EXPECT_LT(std::abs(dot / a.size()), 5.0 / std::sqrt(double(a.size())));
 }
 
+// ---- XORShift ------------------------------------------------------------------------------
+
+// Poor Man's Training's generator as its paper prints it (xor_rand(), shifts 13, 17, 5), and its
+// sign rule (least significant bit 1 → −1).
+struct PaperXorshift {
+  unsigned int xor_seed;
+  unsigned int xor_rand() {
+    xor_seed ^= xor_seed << 13;
+    xor_seed ^= xor_seed >> 17;
+    xor_seed ^= xor_seed << 5;
+    return xor_seed;
+  }
+  float rademacher() { return (xor_rand() & 1U) != 0 ? -1.0f : 1.0f; }
+};
+
+TEST(Xorshift, IsThePapersGeneratorSteppedOncePerElement) {
+  // Marsaglia's xorshift32 from state 1: 1 ^ 1<<13 = 0x2001, >>17 changes nothing, ^ 0x2001<<5.
+  EXPECT_EQ(xorshift32(1), 0x42021u);
+  EXPECT_EQ(PaperXorshift{1}.xor_rand(), 270369u);
+  // A jump of k equals k steps (the tabled powers of the GF(2) matrix).
+  std::uint32_t x = 0x12345678u;
+  std::uint64_t stepped = 0;
+  for (std::uint64_t k : {0, 1, 2, 31, 32, 33, 1000, 65536, 70001}) {
+    for (; stepped < k; ++stepped) x = xorshift32(x);
+    EXPECT_EQ(xorshift_jump(0x12345678u, k), x) << "k " << k;
+  }
+  EXPECT_EQ(xorshift_jump(0x12345678u, 0xffffffffULL + 70001), x) << "taken mod the period";
+  // A perturbation is the paper's sequence from xorshift_state(seed, stream), any slice of it
+  // starting where it should, and perturb adds scale · z with one rounding.
+  const std::size_t n = 70001;
+  PaperXorshift paper{xorshift_state(11, 3)};
+  std::vector<float> want(n);
+  for (float& z : want) z = paper.rademacher();
+  const auto fill = select_fill_f32(PerturbSource::kXorshift, best_isa());
+  const auto perturb = select_perturb_f32(PerturbSource::kXorshift, best_isa());
+  for (std::uint64_t off : {0, 7, 4096, 40000}) {
+    const std::size_t len = n - off;
+    std::vector<float> got(len + 1, -7.0f), theta(len + 1, 0.25f);
+    fill(got.data(), len, 11, 3, off);
+    perturb(theta.data(), len, 11, 3, off, 0.5f);
+    for (std::size_t i = 0; i < len; ++i) {
+      ASSERT_EQ(got[i], want[off + i]) << "offset " << off << " element " << i;
+      ASSERT_EQ(theta[i], 0.25f + 0.5f * want[off + i]) << "offset " << off << " element " << i;
+    }
+    EXPECT_EQ(got[len], -7.0f) << "nothing written past the end";
+    EXPECT_EQ(theta[len], 0.25f);
+  }
+  for (std::uint64_t i : {0, 1, 999, 70000})
+    EXPECT_EQ(perturbation_ref(PerturbSource::kXorshift, 11, 3, i), want[i]) << i;
+  // Balanced signs; distinct (seed, stream) give distinct start states.
+  double sum = 0;
+  for (float z : want) sum += z;
+  EXPECT_LT(std::abs(sum / n), 5.0 / std::sqrt(double(n)));
+  EXPECT_NE(xorshift_state(11, 3), xorshift_state(11, 4));
+  EXPECT_NE(xorshift_state(11, 3), xorshift_state(12, 3));
+}
+
 TEST(PerturbSources, NamesMapToSources) {
-  for (PerturbSource s : {PerturbSource::kGaussian, PerturbSource::kRademacher, PerturbSource::kUniform})
+  for (PerturbSource s : {PerturbSource::kGaussian, PerturbSource::kRademacher,
+                          PerturbSource::kUniform, PerturbSource::kXorshift})
     EXPECT_EQ(perturb_source(perturb_source_name(s)), s);
   try {
     perturb_source("gauss");

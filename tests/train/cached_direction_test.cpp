@@ -64,7 +64,8 @@ TEST(CachedDirection, SameTrajectoryAsRegeneratingZ) {
   const Case cases[] = {{4, 1, S::kGaussian, "two_sided"},   {5, 1, S::kGaussian, "two_sided"},
                         {2, 3, S::kGaussian, "two_sided"},   {4, 1, S::kRademacher, "two_sided"},
                         {4, 2, S::kPezoPool, "two_sided"},   {4, 1, S::kPezoOnTheFly, "two_sided"},
-                        {4, 2, S::kRademacher, "layerwise"}, {3, 1, S::kGaussian, "one_sided"}};
+                        {4, 2, S::kRademacher, "layerwise"}, {3, 1, S::kGaussian, "one_sided"},
+                        {5, 2, S::kXorshift, "layerwise"}};
   for (const Case& c : cases) {
     const Trajectory plain = train(c.partition, c.queries, c.source, false, 4, c.estimator);
     const Trajectory cached = train(c.partition, c.queries, c.source, true, 4, c.estimator);

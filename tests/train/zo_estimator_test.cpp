@@ -181,7 +181,7 @@ TEST(ZoEstimator, EverySourceIsUnbiasedOnAQuadratic) {
   const auto est = make_estimator("two_sided", 1);
   std::array<double, kMaxQueries> g{};
   for (auto s : {kernels::PerturbSource::kGaussian, kernels::PerturbSource::kRademacher,
-                 kernels::PerturbSource::kUniform}) {
+                 kernels::PerturbSource::kUniform, kernels::PerturbSource::kXorshift}) {
     Quadratic quad(d);
     const std::vector<double> grad = quad.grad();
     const auto fill = kernels::select_fill_f32(s, kernels::best_isa());

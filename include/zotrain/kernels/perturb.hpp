@@ -50,6 +50,10 @@ FillGaussianF32Fn select_fill_gaussian_f32(Isa isa);
 //   kGaussian    N(0, 1) (the above)
 //   kRademacher  ±1, equally likely
 //   kUniform     √3·U(−1, 1)
+//   kXorshift    Poor Man's Training's generator: ±1 from Marsaglia's xorshift32 with shifts
+//                (13, 17, 5), −1 where the state's least significant bit is 1. One sequence per
+//                perturbation: x_0 = xorshift_state(seed, stream), element i is the sign of x_{i+1}
+//                (the paper's xor_rand() called once per element). Any slice starts by a jump.
 //   kPezoPool    PeZO's pre-generated pool: N uniform numbers drawn once from a pool seed and
 //                scaled so that ‖pool‖ = E‖g_N‖ (g_N ~ N(0, I_N)), or by the power of two nearest
 //                that factor; the perturbation of (seed, stream) is the pool repeated from the
@@ -67,6 +71,7 @@ enum class PerturbSource : std::uint8_t {
   kGaussian,
   kRademacher,
   kUniform,
+  kXorshift,
   kPezoPool,
   kPezoOnTheFly
 };
@@ -78,6 +83,18 @@ void perturb_f32_ref(PerturbSource s, float* theta, std::size_t n, std::uint64_t
                      std::uint64_t stream, std::uint64_t offset, float scale);
 PerturbGaussianF32Fn select_perturb_f32(PerturbSource s, Isa isa);  // not kPezoPool
 FillGaussianF32Fn select_fill_f32(PerturbSource s, Isa isa);
+
+// kXorshift's pieces: one step, the start state of (seed, stream) (never 0), k steps at once
+// (x ↦ M^k x over GF(2), k taken mod the period 2^32 − 1) and the sign of a state.
+constexpr std::uint32_t xorshift32(std::uint32_t x) {
+  x ^= x << 13;
+  x ^= x >> 17;
+  x ^= x << 5;
+  return x;
+}
+std::uint32_t xorshift_state(std::uint64_t seed, std::uint64_t stream);
+std::uint32_t xorshift_jump(std::uint32_t x, std::uint64_t k);
+constexpr float xorshift_sign(std::uint32_t x) { return (x & 1U) != 0 ? -1.0f : 1.0f; }
 
 // PeZO options (both PeZO sources).
 inline constexpr std::size_t kPezoPoolSize = 4095;  // 2^12 − 1, PeZO's default

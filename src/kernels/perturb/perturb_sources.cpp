@@ -1,6 +1,7 @@
 // The non-Gaussian perturbation sources (zo.perturbation): Rademacher (±1), uniform
-// (√3·U(−1, 1), unit variance), and PeZO's pool and on-the-fly generator (at the end). Same counter space as the Gaussian (perturb_internal.hpp): pair p
-// of block b gives two keyed hashes a, b; element 32·b + j takes a, element 32·b + 16 + j takes b.
+// (√3·U(−1, 1), unit variance), Poor Man's Training's XORShift signs (a sequence, not a counter
+// hash: below), and PeZO's pool and on-the-fly generator (at the end). Rademacher and uniform
+// use the Gaussian's counter space (perturb_internal.hpp): pair p of block b gives two keyed hashes a, b; element 32·b + j takes a, element 32·b + 16 + j takes b.
 //   rademacher: +1 if bit 31 of the hash is 0, else −1
 //   uniform:    √3 · (2·(h >> 8) + 1 − 2^24) · 2^-24        (h >> 8 ∈ [0, 2^24): symmetric, mean 0)
 // Integer ops, one exact int→float conversion and one rounded multiply: the same bits on every
@@ -118,10 +119,12 @@ struct SourceEntry {
   const char* name;
   const char* summary;
 };
-constexpr std::array<SourceEntry, 5> kSources = {{
+constexpr std::array<SourceEntry, 6> kSources = {{
     {PerturbSource::kGaussian, "gaussian", "N(0, 1) per weight (MeZO, ElasticZO)"},
     {PerturbSource::kRademacher, "rademacher", "±1 per weight, equally likely"},
     {PerturbSource::kUniform, "uniform", "√3·U(−1, 1) per weight (unit variance)"},
+    {PerturbSource::kXorshift, "xorshift",
+     "±1 from Marsaglia's xorshift32 (13, 17, 5), LSB 1 → −1 (Poor Man's Training's generator)"},
     {PerturbSource::kPezoPool, "pezo_pool", "PeZO: a pre-generated pool of N uniform numbers"},
     {PerturbSource::kPezoOnTheFly, "pezo_onthefly",
      "PeZO: n small b-bit RNGs, rotated each cycle, chunk-wise norm-matched"},
@@ -141,13 +144,73 @@ constexpr std::array<std::uint32_t, 17> kLfsrTaps = {
     0,     0,     0,      0,      0xC,    0x14,   0x30,   0x60,  0xB8,
     0x110, 0x240, 0x500,  0xE08,  0x1C80, 0x3802, 0x6000, 0xB400};
 
+
+// ---- XORShift (Poor Man's Training's on-device generator) ----------------------------------
+// xorshift32 is linear over GF(2)^32: x ↦ M x. Jumping k states ahead applies M^k, the product
+// of the tabled M^(2^j) for the bits j of k (at most 32 matrix-vector products of 32 XORs each),
+// so a thread or a layer's slice starts anywhere at once; the sequence itself is stepped.
+struct Gf2Matrix {
+  std::array<std::uint32_t, 32> col{};  // col[j] = M e_j
+  std::uint32_t operator()(std::uint32_t x) const {
+    std::uint32_t r = 0;
+    for (int j = 0; j < 32; ++j) r ^= (0U - ((x >> j) & 1U)) & col[static_cast<std::size_t>(j)];
+    return r;
+  }
+};
+
+const std::array<Gf2Matrix, 32>& xorshift_powers() {  // [j] = M^(2^j)
+  static const std::array<Gf2Matrix, 32> kPowers = [] {
+    std::array<Gf2Matrix, 32> p{};
+    for (int j = 0; j < 32; ++j) p[0].col[static_cast<std::size_t>(j)] = xorshift32(1U << j);
+    for (std::size_t k = 1; k < 32; ++k)
+      for (std::size_t j = 0; j < 32; ++j) p[k].col[j] = p[k - 1](p[k - 1].col[j]);
+    return p;
+  }();
+  return kPowers;
+}
+
+using XorshiftChunks = detail::Chunking<std::size_t{1} << 16, std::size_t{1} << 14>;
+
+template <bool kFill>
+void xorshift_run(float* out, std::size_t n, std::uint64_t seed, std::uint64_t stream,
+                  std::uint64_t offset, float scale) {
+  const std::uint32_t s0 = xorshift_state(seed, stream);
+  XorshiftChunks::for_each(n, [&](std::size_t b, std::size_t len) {
+    std::uint32_t x = xorshift_jump(s0, offset + b);  // element e is the sign of x_{e+1}
+    float* o = out + b;
+    for (std::size_t i = 0; i < len; ++i) {
+      x = xorshift32(x);
+      const float z = xorshift_sign(x);
+      if constexpr (kFill) {
+        o[i] = z;
+      } else {
+        o[i] = o[i] + scale * z;
+      }
+    }
+  });
+}
+
 }  // namespace
+
+std::uint32_t xorshift_state(std::uint64_t seed, std::uint64_t stream) {
+  const auto s = static_cast<std::uint32_t>(mix64(seed ^ mix64(stream + 0x786f7273ULL)));
+  return s != 0 ? s : 0x6a09e667U;  // 0 is xorshift's fixed point
+}
+
+std::uint32_t xorshift_jump(std::uint32_t x, std::uint64_t k) {
+  k %= 0xffffffffULL;  // the period of every nonzero state
+  const auto& p = xorshift_powers();
+  for (std::size_t j = 0; k != 0; ++j, k >>= 1)
+    if ((k & 1U) != 0) x = p[j](x);
+  return x;
+}
 
 float perturbation_ref(PerturbSource s, std::uint64_t seed, std::uint64_t stream,
                        std::uint64_t index) {
   switch (s) {
     case PerturbSource::kRademacher: return element_ref<PerturbSource::kRademacher>(seed, stream, index);
     case PerturbSource::kUniform: return element_ref<PerturbSource::kUniform>(seed, stream, index);
+    case PerturbSource::kXorshift: return xorshift_sign(xorshift_jump(xorshift_state(seed, stream), index + 1));
     case PerturbSource::kPezoPool:
     case PerturbSource::kPezoOnTheFly: ZT_CHECK_MSG(false, "PeZO's sources are drawn by a Perturber");
     case PerturbSource::kGaussian: break;
@@ -165,6 +228,7 @@ PerturbGaussianF32Fn select_perturb_f32(PerturbSource s, Isa isa) {
   switch (s) {
     case PerturbSource::kRademacher: return perturb_fast<PerturbSource::kRademacher>;
     case PerturbSource::kUniform: return perturb_fast<PerturbSource::kUniform>;
+    case PerturbSource::kXorshift: return xorshift_run<false>;
     case PerturbSource::kPezoPool:
     case PerturbSource::kPezoOnTheFly: ZT_CHECK_MSG(false, "PeZO's sources are drawn by a Perturber");
     case PerturbSource::kGaussian: break;
@@ -176,6 +240,9 @@ FillGaussianF32Fn select_fill_f32(PerturbSource s, Isa isa) {
   switch (s) {
     case PerturbSource::kRademacher: return fill_fast<PerturbSource::kRademacher>;
     case PerturbSource::kUniform: return fill_fast<PerturbSource::kUniform>;
+    case PerturbSource::kXorshift:
+      return [](float* out, std::size_t n, std::uint64_t seed, std::uint64_t stream,
+                std::uint64_t offset) { xorshift_run<true>(out, n, seed, stream, offset, 0.0f); };
     case PerturbSource::kPezoPool:
     case PerturbSource::kPezoOnTheFly: ZT_CHECK_MSG(false, "PeZO's sources are drawn by a Perturber");
     case PerturbSource::kGaussian: break;
