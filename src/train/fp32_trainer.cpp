@@ -266,6 +266,10 @@ class Fp32Trainer::ZoStep final : public ZoExecutor {
     }
   }
 
+  // The backprop part reads the kept activations of set 0, which every probe writes unless
+  // the + probes have a set of their own.
+  bool clean_pass_last() const override { return bp_ && t_.plan_.sets == 1; }
+
   void finish(StepStats& st) const {
     st.loss = loss_sum_ / queries_;
     st.g = g_sum_ / queries_;

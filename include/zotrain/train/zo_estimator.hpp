@@ -19,6 +19,10 @@
 //                   per ZO layer); after select_block(b) perturb and update act on block b
 //                   alone (z_i restricted to it), select_block(−1) on all of θ_{1..C} again.
 //                   An executor without blocks is one block.
+//   clean_pass_last()  true when a backprop part follows the step and reads the activations of
+//                   the step's last forward pass: an estimator whose clean (kMinus) probe is not
+//                   its last pass then probes clean once more, at the unperturbed θ, before the
+//                   update.
 // The estimator decides which probes a step takes, in which order, and with how many queries q.
 // A new estimator is one file in src/train/estimators/ plus one line in the registry
 // (src/train/zo_estimator.cpp).
@@ -50,6 +54,7 @@ class ZoExecutor {
   virtual int blocks() const { return 1; }
   virtual std::size_t block_size(int /*b*/) const { return 0; }  // parameters; 0 = unknown
   virtual void select_block(int /*b*/) {}
+  virtual bool clean_pass_last() const { return false; }
 };
 
 class ZoEstimator {

@@ -5,7 +5,8 @@
 // with its gradient-norm scaling K / (K + d_b − 1), K = q, d_b = the layer's weights: the ratio
 // of E‖∇‖² to E‖ĝ‖² that keeps a large layer's noisy estimate from taking an outsized step.
 // 1 + L·q forward passes per step (full passes: no partial forward from layer b yet). The clean
-// pass comes first, and only + probes follow, so the backprop part reads the clean activations.
+// pass comes first; when a backprop part follows, a second clean pass before the update gives
+// it the clean activations (2 + L·q passes).
 #include <algorithm>
 #include <memory>
 #include <vector>
@@ -34,6 +35,7 @@ class Layerwise final : public ZoEstimator {
         ex.perturb(i, -1);
       }
     }
+    if (ex.clean_pass_last()) ex.probe(0, ProbeSide::kMinus);
     std::fill(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(q), 0.0);
     std::vector<double> scaled(q);
     for (int b = 0; b < blocks; ++b) {

@@ -1,10 +1,12 @@
 // One-sided randomized gradient estimate against the clean loss (Poor Man's Training's
-// estimator): for each query, θ + ε z_i against θ, g_i = (L(θ + ε z_i) − L(θ)) / ε. The clean pass
-// comes last (query 0) or first (the others), so the backprop part takes its activations from
-// the unperturbed θ, and one clean pass serves every query. Half the variance budget of the
-// two-sided estimate per forward pass in exchange for an O(ε) bias from the curvature.
+// estimator): for each query, θ + ε z_i against θ, g_i = (L(θ + ε z_i) − L(θ)) / ε. One clean
+// pass serves every query; the backprop part takes its activations from it. Half the variance
+// budget of the two-sided estimate per forward pass in exchange for an O(ε) bias from the
+// curvature.
 //   q = 1: +z, probe +, −z, probe clean, update (the executor restores nothing: r = 0)
-//   q > 1: probe clean, then per query +z, probe +, estimate, −z; the last −z is merged
+//   q > 1: probe clean, then per query +z, probe +, estimate, −z; the last −z is merged into
+//          the update, unless the executor needs the clean pass last (a backprop part after
+//          the step): then the last −z, a second clean probe, and the update
 #include <memory>
 
 #include "zotrain/train/zo_estimator.hpp"
@@ -33,7 +35,11 @@ class OneSided final : public ZoEstimator {
       g[static_cast<std::size_t>(i)] = ex.estimate(i, 1);
       if (i + 1 < queries_) ex.perturb(i, -1);
     }
-    ex.update(g.first(static_cast<std::size_t>(queries_)), -1);
+    const auto gs = g.first(static_cast<std::size_t>(queries_));
+    if (!ex.clean_pass_last()) return ex.update(gs, -1);
+    ex.perturb(queries_ - 1, -1);
+    ex.probe(0, ProbeSide::kMinus);
+    ex.update(gs, 0);
   }
 
  private:
