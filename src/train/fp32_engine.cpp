@@ -41,6 +41,7 @@ class Fp32Engine final : public Engine {
     o.perturbation = kernels::perturb_source(cfg.zo.perturbation);
     o.batched = cfg.zo.batched;
     o.cache_direction = cfg.zo.cache_direction;
+    o.node_perturbation = cfg.zo.node_perturbation;
     o.pezo = {static_cast<std::size_t>(cfg.zo.pool_size), cfg.zo.pezo_pow2,
               seeds::pezo_pool(cfg.seed), static_cast<int>(cfg.zo.rngs),
               static_cast<int>(cfg.zo.rng_bits)};

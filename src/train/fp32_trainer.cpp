@@ -73,6 +73,7 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
     zo_blocks_.emplace_back(begin, size);
   }
   zo_len_ = zo_params_;
+  init_nodes();
 }
 
 std::uint64_t Fp32Trainer::draw_seed(std::uint64_t step_seed, int query) const {
@@ -98,7 +99,8 @@ void Fp32Trainer::perturb_zo(std::uint64_t seed, std::uint64_t stream, float sca
 std::size_t Fp32Trainer::planned_bytes() const {
   const std::size_t replicas = rep_act_[0].size() + rep_act_[1].size() + rep_w_.size() +
                                rep_z_.size() + rep_scratch_.size() + z_cache_.size();
-  return plan_.arena().planned_bytes() + (model_.num_params() + replicas) * sizeof(float);
+  return plan_.arena().planned_bytes() + (model_.num_params() + replicas) * sizeof(float) +
+         node_bytes();
 }
 
 const float* Fp32Trainer::forward(const float* x, int n, int set) {
@@ -133,12 +135,17 @@ const float* Fp32Trainer::forward(const float* x, int n, int set) {
 #endif
   if (!done && chunked_end > 0)
     for (int c = 0; c < chunks; ++c) run_chunk(c, scratch, 0);
-  for (int i = chunked_end; i < plain_end; ++i)
-    model_.layer(i).forward(n, p.layer_input(x, i, set), p.layer_output(i, set), scratch);
+  // The whole-batch layers; the clean probe of node perturbation keeps their inputs and outputs.
+  const auto whole_batch = [&](int i) {
+    const float* in = p.layer_input(x, i, set);
+    float* out = p.layer_output(i, set);
+    model_.layer(i).forward(n, in, out, scratch);
+    if (capture_nodes_) capture_node(i, in, out, n);
+  };
+  for (int i = chunked_end; i < plain_end; ++i) whole_batch(i);
   if (p.lean) {
     stack_.forward(x, n, set);
-    for (int i = p.pool + 1; i < layers; ++i)
-      model_.layer(i).forward(n, p.layer_input(x, i, set), p.layer_output(i, set), scratch);
+    for (int i = p.pool + 1; i < layers; ++i) whole_batch(i);
   }
   return p.layer_output(layers - 1, set);
 }
@@ -219,13 +226,43 @@ class Fp32Trainer::ZoStep final : public ZoExecutor {
     } else {
       {
         telemetry::ScopedPhase p(times_, telemetry::Phase::kForward);
+        t_.capture_nodes_ = !t_.nodes_.empty();
         logits = t_.forward(x_, n_, 0);
+        t_.capture_nodes_ = false;
       }
       telemetry::ScopedPhase p(times_, telemetry::Phase::kLoss);
       loss_minus_ = kernels::softmax_xent_f32(n_, classes, logits, labels_,
                                               bp_ ? t_.plan_.dlogits(0) : nullptr,
                                               &correct_);
+      if (!t_.nodes_.empty()) t_.keep_clean_losses(logits, labels_, n_);
     }
+  }
+
+  std::size_t block_nodes(int b) const override {
+    if (t_.nodes_.empty()) return 0;
+    const NodeBlock& nb = t_.nodes_[static_cast<std::size_t>(b)];
+    return nb.layer >= 0 ? nb.out : 0;
+  }
+  double active_nodes(int b) const override {
+    return t_.nodes_.empty() ? 0.0 : t_.nodes_[static_cast<std::size_t>(b)].active;
+  }
+  int samples() const override { return n_; }
+
+  void probe_nodes(int b, int query) override {
+    double lp;
+    {
+      telemetry::ScopedPhase p(times_, telemetry::Phase::kForward);
+      lp = t_.probe_nodes(b, query, seed_, labels_, n_);
+    }
+    // Reported like a one-sided query: the mean loss and the batch loss's finite difference.
+    loss_sum_ += 0.5 * (lp + loss_minus_);
+    g_sum_ += (lp - loss_minus_) / static_cast<double>(t_.opt_.eps);
+    ++queries_;
+  }
+
+  void update_nodes(int b, int queries, double scale) override {
+    telemetry::ScopedPhase p(times_, telemetry::Phase::kZoUpdate);
+    t_.update_nodes(b, queries, seed_, n_, static_cast<float>(lr_ * scale));
   }
 
   double estimate(int query, int span) override {

@@ -289,7 +289,7 @@ TEST(ConfigTest, RoundTrip) {
 TEST(ConfigTest, DumpAndHelpListEveryKey) {
   const std::string dump = to_json_text(ExperimentConfig{});
   const std::string help = keys_help();
-  ASSERT_EQ(key_names().size(), 53u);
+  ASSERT_EQ(key_names().size(), 54u);
   for (const std::string& k : key_names()) {
     const std::string leaf = k.substr(k.rfind('.') + 1);
     EXPECT_NE(dump.find("\"" + leaf + "\""), std::string::npos) << k;
@@ -367,6 +367,20 @@ TEST(ConfigTest, PmtPresetIsLayerwiseRademacherAndFp32Only) {
                      {"zo.estimator=layerwise"});
       },
       {"zo.estimator", "layerwise", "int8"});
+}
+
+TEST(ConfigTest, NodePerturbationNeedsLayerwiseFp32AndAPerElementSource) {
+  EXPECT_FALSE(parse_config("{}", "t", {"zo.preset=pmt"}).zo.node_perturbation);
+  EXPECT_TRUE(parse_config("{}", "t", {"zo.preset=pmt", "zo.node_perturbation=true"})
+                  .zo.node_perturbation);
+  test::expect_error([] { parse_config("{}", "t", {"zo.node_perturbation=true"}); },
+                     {"zo.node_perturbation", "layerwise", "two_sided"});
+  test::expect_error(
+      [] {
+        parse_config("{}", "t",
+                     {"zo.preset=pmt", "zo.node_perturbation=true", "zo.perturbation=pezo_pool"});
+      },
+      {"zo.node_perturbation", "pezo_pool"});
 }
 
 TEST(ConfigTest, PezoOffsetIsSeededOrStream) {

@@ -56,6 +56,26 @@ TEST(SoftmaxXentTest, MatchesNaiveDouble) {
   }
 }
 
+// The per-sample losses are each sample's naive loss, and their mean is the batch loss.
+TEST(SoftmaxXentTest, RowsAreThePerSampleLosses) {
+  const int batch = 32, classes = 10;
+  std::vector<float> z;
+  std::vector<std::uint8_t> labels;
+  random_problem(batch, classes, 11, z, labels);
+  std::vector<double> rows(batch + 1, -1.0);
+  softmax_xent_rows_f32(batch, classes, z.data(), labels.data(), rows.data());
+  double sum = 0;
+  for (int b = 0; b < batch; ++b) {
+    const std::vector<float> zb(z.begin() + b * classes, z.begin() + (b + 1) * classes);
+    const std::vector<std::uint8_t> lb = {labels[b]};
+    EXPECT_NEAR(rows[b], naive_loss(1, classes, zb, lb, nullptr), 1e-12) << b;
+    sum += rows[b];
+  }
+  EXPECT_EQ(rows[batch], -1.0);
+  EXPECT_NEAR(sum / batch, softmax_xent_f32(batch, classes, z.data(), labels.data(), nullptr, nullptr),
+              1e-6);
+}
+
 TEST(SoftmaxXentTest, GradientMatchesCentralDifferences) {
   const int batch = 4, classes = 10;
   std::vector<float> z;

@@ -55,6 +55,7 @@ struct ZoConfig {
   std::int64_t queries = 1;            // q directions per step (int8: 1)
   bool batched = false;                // P-RGE: all 2q probes as one forward (FP32, no BatchNorm)
   bool cache_direction = false;        // FP32: draw z once per step into a buffer (same bits)
+  bool node_perturbation = false;      // layerwise: PMT's node perturbation where it has fewer dims
   std::string perturbation = "gaussian";  // kernels/perturb.hpp's sources (FP32 only)
   std::int64_t pool_size = 4095;       // pezo_pool: N
   bool pezo_pow2 = false;              // PeZO sources: scale by a power of two

@@ -53,6 +53,13 @@ inline std::uint64_t fp32_perturbation_stream(int query) {
   return kFp32Perturbation + static_cast<std::uint64_t>(query);
 }
 
+// The node perturbation of FP32 ZO block b (a layer's outputs, per sample) for query q: a
+// stream of its own above the weight perturbations'.
+inline std::uint64_t fp32_node_stream(int block, int query) {
+  return (std::uint64_t{1} << 32) + (static_cast<std::uint64_t>(block) << 16) +
+         static_cast<std::uint64_t>(query);
+}
+
 // The key of the sparse int8 perturbation of query q of a step.
 inline std::uint64_t int8_perturbation(std::uint64_t step_seed, int query = 0) {
   const std::uint64_t key = mix64(step_seed ^ 0x7a0a7a0a5eedULL);

@@ -11,5 +11,8 @@ namespace zt::kernels {
 
 float softmax_xent_f32(int batch, int classes, const float* logits, const std::uint8_t* labels,
                        float* dlogits, int* correct);
+// Each sample's loss: losses[b] = −log softmax(logits_b)[label_b], the terms of the mean above.
+void softmax_xent_rows_f32(int batch, int classes, const float* logits,
+                           const std::uint8_t* labels, double* losses);
 
 }  // namespace zt::kernels

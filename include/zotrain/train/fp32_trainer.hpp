@@ -63,6 +63,10 @@ struct Fp32TrainerOptions {
   // The step's direction z_i drawn once into a buffer of zo_params() floats and read back by
   // the − pass and the update (the same bits as regenerating it; one query cached at a time).
   bool cache_direction = false;
+  // Node perturbation (layer-wise estimator): a ZO layer that is fully connected, runs on the
+  // whole batch and has fewer outputs than weights is estimated by perturbing its outputs per
+  // sample and mapping the node gradient to its weights (fp32_nodes.cpp).
+  bool node_perturbation = false;
   // Lean plan: points per chunk, 0 = automatic; otherwise a multiple of
   // nn::BatchNorm::kStatRowBlock (32) or at least N.
   int chunk_points = 0;
@@ -150,6 +154,32 @@ class Fp32Trainer {
   std::vector<float> z_cache_;  // cache_direction: the direction of (z_seed_, z_stream_)
   std::uint64_t z_seed_ = 0, z_stream_ = 0;
   bool z_cached_ = false;
+  // Node perturbation (fp32_nodes.cpp). Per ZO block: the layer whose outputs it perturbs (−1:
+  // weights only), what the clean pass left (its input and output, per-sample losses) and the
+  // per-sample losses of its probes.
+  struct NodeBlock {
+    int layer = -1;
+    std::size_t in = 0, out = 0;  // floats per sample of its input and output
+    bool relu_after = false;      // the next layer is a ReLU: outputs ≤ 0 are inactive nodes
+    std::vector<float> input, clean;
+    std::vector<double> losses;  // [q][n]
+    double active = 0;           // mean active outputs per sample in the clean pass
+  };
+  std::vector<NodeBlock> nodes_;  // one per ZO block when node_perturbation, else empty
+  std::vector<double> clean_losses_;
+  std::vector<float> node_xi_, node_dy_;
+  bool capture_nodes_ = false;  // set during the clean probe: forward() keeps the NP inputs
+  void init_nodes();
+  std::size_t node_bytes() const;
+  void capture_node(int layer, const float* in, const float* out, int n);
+  void keep_clean_losses(const float* logits, const std::uint8_t* labels, int n);
+  // The noise ε·ξ of query i on block b's outputs (inactive nodes 0), into node_xi_.
+  void draw_nodes(int b, int query, std::uint64_t seed, int n);
+  // A forward pass from block b's outputs, perturbed by query i; keeps the per-sample losses and
+  // returns their mean.
+  double probe_nodes(int b, int query, std::uint64_t seed, const std::uint8_t* labels, int n);
+  // θ_b −= lr · ĝ_b from the node estimate of q queries.
+  void update_nodes(int b, int queries, std::uint64_t seed, int n, float lr);
   class ZoStep;  // the ZoExecutor of one step (fp32_trainer.cpp)
 };
 

@@ -19,6 +19,15 @@
 //                   per ZO layer); after select_block(b) perturb and update act on block b
 //                   alone (z_i restricted to it), select_block(−1) on all of θ_{1..C} again.
 //                   An executor without blocks is one block.
+//   block_nodes(b), active_nodes(b), samples(), probe_nodes(b, i), update_nodes(b, q, s)
+//                   node perturbation, where the executor offers it for block b (block_nodes(b)
+//                   > 0: its outputs per sample; 0: weights only): probe_nodes runs a pass whose
+//                   block-b outputs are perturbed by ε ξ_{i,n}, independently per sample n (the
+//                   inactive nodes left alone; active_nodes(b) counts the others per sample,
+//                   after the clean probe), keeping each sample's loss; update_nodes forms the
+//                   node gradient (1/(n q)) Σ_i Σ_n (ℓ_{i,n} − ℓ_n)/ε ξ_{i,n} against the clean
+//                   probe's per-sample losses ℓ_n, maps it to the block's weights by the local
+//                   chain rule and steps θ_b −= η · s · ĝ_b.
 //   clean_pass_last()  true when a backprop part follows the step and reads the activations of
 //                   the step's last forward pass: an estimator whose clean (kMinus) probe is not
 //                   its last pass then probes clean once more, at the unperturbed θ, before the
@@ -55,6 +64,11 @@ class ZoExecutor {
   virtual std::size_t block_size(int /*b*/) const { return 0; }  // parameters; 0 = unknown
   virtual void select_block(int /*b*/) {}
   virtual bool clean_pass_last() const { return false; }
+  virtual std::size_t block_nodes(int /*b*/) const { return 0; }
+  virtual double active_nodes(int /*b*/) const { return 0; }
+  virtual int samples() const { return 1; }
+  virtual void probe_nodes(int /*b*/, int /*query*/) {}
+  virtual void update_nodes(int /*b*/, int /*queries*/, double /*scale*/) {}
 };
 
 class ZoEstimator {

@@ -7,6 +7,10 @@
 // 1 + L·q forward passes per step (full passes: no partial forward from layer b yet). The clean
 // pass comes first; when a backprop part follows, a second clean pass before the update gives
 // it the clean activations (2 + L·q passes).
+// With node perturbation (where the executor offers it: ZoExecutor::block_nodes), a block with
+// fewer outputs per sample than weights is probed through its outputs instead, q passes from
+// the layer after it on, and updated through the local chain rule with K = n·q independent
+// directions and d = its active outputs per sample in the scaling K / (K + d − 1).
 #include <algorithm>
 #include <memory>
 #include <vector>
@@ -26,7 +30,17 @@ class Layerwise final : public ZoEstimator {
     const auto q = static_cast<std::size_t>(queries_);
     std::vector<double> gb(static_cast<std::size_t>(blocks) * q);
     ex.probe(0, ProbeSide::kMinus);
+    // Node perturbation where the executor offers it and the block has fewer outputs per sample
+    // than weights (PMT's adaptive rule), weight perturbation elsewhere.
+    const auto nodes = [&](int b) {
+      const std::size_t d = ex.block_nodes(b);
+      return d > 0 && d < ex.block_size(b);
+    };
     for (int b = 0; b < blocks; ++b) {
+      if (nodes(b)) {
+        for (int i = 0; i < queries_; ++i) ex.probe_nodes(b, i);
+        continue;
+      }
       ex.select_block(b);
       for (int i = 0; i < queries_; ++i) {
         ex.perturb(i, +1);
@@ -38,14 +52,22 @@ class Layerwise final : public ZoEstimator {
     if (ex.clean_pass_last()) ex.probe(0, ProbeSide::kMinus);
     std::fill(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(q), 0.0);
     std::vector<double> scaled(q);
+    int weight_blocks = 0;
+    for (int b = 0; b < blocks; ++b) weight_blocks += nodes(b) ? 0 : 1;
     for (int b = 0; b < blocks; ++b) {
+      if (nodes(b)) {  // K = n·q independent directions (one per sample and query), d active
+        const double K = static_cast<double>(ex.samples()) * static_cast<double>(q);
+        const double d = std::max(ex.active_nodes(b), 1.0);
+        ex.update_nodes(b, queries_, K / (K + d - 1.0));
+        continue;
+      }
       ex.select_block(b);
       const double d = static_cast<double>(std::max<std::size_t>(ex.block_size(b), 1));
       const double gns = static_cast<double>(q) / (static_cast<double>(q) + d - 1.0);
       for (std::size_t i = 0; i < q; ++i) {
         const double gi = gb[static_cast<std::size_t>(b) * q + i];
         scaled[i] = gns * gi;
-        g[i] += gi / blocks;
+        g[i] += gi / weight_blocks;
       }
       ex.update(scaled, 0);
     }
