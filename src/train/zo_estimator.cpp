@@ -24,7 +24,8 @@ const std::vector<EstimatorInfo>& estimators() {
       {"layerwise",
        "Poor Man's Training's layer-wise one-sided estimate: each ZO layer probed alone with q "
        "directions against one clean pass, all updated together, each step scaled by q / (q + "
-       "d_layer - 1) (FP32)",
+       "d_layer - 1); with zo.node_perturbation, fully connected layers through their outputs "
+       "(FP32)",
        &make_layerwise},
   };
   return kEstimators;
