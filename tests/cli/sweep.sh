@@ -51,7 +51,7 @@ cmp -s "${out}/table1.md" "${out}/table2.md" || fail "the table changed"
 # 3. Killed and restarted. A run long enough to be caught mid-way (many short epochs, a
 #    checkpoint after each), and the same run uninterrupted for reference.
 long=(--set data.train_limit=256 --set data.test_limit=64 --set train.batch_size=32
-      --set train.epochs=400 --set output.checkpoint_every=1)
+      --set train.epochs=60 --set output.checkpoint_every=1)
 "${sweep}" --zotrain "${zotrain}" --config "${cfg}" --out "${out}/ref" "${long[@]}" > /dev/null
 ref="$(field "${out}/ref/results.csv" tiny weights_digest)"
 setsid "${sweep}" --zotrain "${zotrain}" --config "${cfg}" --out "${out}/killed" "${long[@]}" \
