@@ -79,12 +79,14 @@ void check_root_symbol_table(const std::string& path) {
     for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[at + i]);
     return v;
   };
-  // The superblock is at 0 or at a power of two from 512 (after a user block).
+  // The superblock is at 0 or at a power of two from 512 (after a user block). Its root
+  // symbol-table entry (40 bytes) ends at byte 96 in version 0 and at byte 100 in version 1.
+  constexpr std::size_t kSuperblockBytes = 100;
   std::uint64_t at = 0;
   std::string sb;
   for (; at < size; at = at == 0 ? 512 : at * 2) {
-    sb = read_at(at, 96);
-    if (sb.size() == 96 && sb.compare(0, 8, "\x89HDF\r\n\x1a\n") == 0) break;
+    sb = read_at(at, kSuperblockBytes);
+    if (sb.size() == kSuperblockBytes && sb.compare(0, 8, "\x89HDF\r\n\x1a\n") == 0) break;
   }
   if (at >= size) return;  // HDF5 will say what is wrong
   const int version = static_cast<unsigned char>(sb[8]);
