@@ -157,6 +157,18 @@ H5T_class_t dataset_class(const h5::Id& ds, const std::string& path, const char*
   return H5Tget_class(type.get());
 }
 
+// Whether a dataset's floating-point type is IEEE binary32 or binary64 (either byte order).
+// libhdf5 converts other layouts (a sign bit inside the mantissa, odd sizes, which a corrupt
+// file can declare) differently depending on the selection it reads, so two reads of the same
+// shape can disagree; ModelNet40's files hold float32.
+bool ieee_float(const h5::Id& ds) {
+  h5::Id type(H5Dget_type(ds.get()), H5Tclose);
+  if (!type) return false;
+  for (hid_t t : {H5T_IEEE_F32LE, H5T_IEEE_F32BE, H5T_IEEE_F64LE, H5T_IEEE_F64BE})
+    if (H5Tequal(type.get(), t) > 0) return true;
+  return false;
+}
+
 // Deflate, the usual HDF5 filter, compresses at most about 1032:1; a filtered dataset claiming
 // more values than that per stored byte cannot hold them.
 constexpr std::uint64_t kMaxCompression = 1100;
@@ -250,6 +262,10 @@ FileInfo inspect(const std::string& path) {
   const H5T_class_t dc = dataset_class(data, path, "data");
   if (dc != H5T_FLOAT) {
     fail(path, std::string("'data' holds ") + class_text(dc) + " values, expected " + kDataWant);
+  }
+  if (!ieee_float(data)) {
+    fail(path, "'data' holds floating-point values in a layout that is not IEEE binary32 or "
+               "binary64, expected " + std::string(kDataWant));
   }
 
   const h5::Id label = open_dataset(file, path, "label", kLabelWant);
