@@ -226,7 +226,9 @@ class Fp32Trainer::ZoStep final : public ZoExecutor {
     } else {
       {
         telemetry::ScopedPhase p(times_, telemetry::Phase::kForward);
-        t_.capture_nodes_ = !t_.nodes_.empty();
+        // Node perturbation keeps the first clean pass's inputs and outputs; a second clean
+        // pass (for backprop) runs at the same θ and would copy the same values again.
+        t_.capture_nodes_ = !t_.nodes_.empty() && !nodes_captured_;
         logits = t_.forward(x_, n_, 0);
         t_.capture_nodes_ = false;
       }
@@ -234,7 +236,8 @@ class Fp32Trainer::ZoStep final : public ZoExecutor {
       loss_minus_ = kernels::softmax_xent_f32(n_, classes, logits, labels_,
                                               bp_ ? t_.plan_.dlogits(0) : nullptr,
                                               &correct_);
-      if (!t_.nodes_.empty()) t_.keep_clean_losses(logits, labels_, n_);
+      if (!t_.nodes_.empty() && !nodes_captured_) t_.keep_clean_losses(logits, labels_, n_);
+      nodes_captured_ = true;
     }
   }
 
@@ -325,7 +328,7 @@ class Fp32Trainer::ZoStep final : public ZoExecutor {
   telemetry::PhaseTimes& times_;
   double loss_plus_ = 0, loss_minus_ = 0, loss_sum_ = 0, g_sum_ = 0;
   std::array<double, kMaxQueries> batch_plus_{}, batch_minus_{};  // probe_all's, per query
-  bool batched_ = false;
+  bool batched_ = false, nodes_captured_ = false;
   int queries_ = 0, correct_ = 0;
   bool clipped_ = false;
 };

@@ -1,7 +1,8 @@
 // The non-Gaussian perturbation sources (zo.perturbation): Rademacher (±1), uniform
 // (√3·U(−1, 1), unit variance), Poor Man's Training's XORShift signs (a sequence, not a counter
 // hash: below), and PeZO's pool and on-the-fly generator (at the end). Rademacher and uniform
-// use the Gaussian's counter space (perturb_internal.hpp): pair p of block b gives two keyed hashes a, b; element 32·b + j takes a, element 32·b + 16 + j takes b.
+// use the Gaussian's counter space (perturb_internal.hpp): pair p of block b gives two keyed
+// hashes a, b; element 32·b + j takes a, element 32·b + 16 + j takes b.
 //   rademacher: +1 if bit 31 of the hash is 0, else −1
 //   uniform:    √3 · (2·(h >> 8) + 1 − 2^24) · 2^-24        (h >> 8 ∈ [0, 2^24): symmetric, mean 0)
 // Integer ops, one exact int→float conversion and one rounded multiply: the same bits on every
@@ -210,7 +211,8 @@ float perturbation_ref(PerturbSource s, std::uint64_t seed, std::uint64_t stream
   switch (s) {
     case PerturbSource::kRademacher: return element_ref<PerturbSource::kRademacher>(seed, stream, index);
     case PerturbSource::kUniform: return element_ref<PerturbSource::kUniform>(seed, stream, index);
-    case PerturbSource::kXorshift: return xorshift_sign(xorshift_jump(xorshift_state(seed, stream), index + 1));
+    case PerturbSource::kXorshift:
+      return xorshift_sign(xorshift_jump(xorshift_state(seed, stream), index + 1));
     case PerturbSource::kPezoPool:
     case PerturbSource::kPezoOnTheFly: ZT_CHECK_MSG(false, "PeZO's sources are drawn by a Perturber");
     case PerturbSource::kGaussian: break;
