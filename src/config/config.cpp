@@ -197,7 +197,8 @@ const std::vector<Key>& schema() {
        "where the FP32 direction z comes from: gaussian (the paper's), rademacher (+-1), "
        "uniform (sqrt(3) U(-1, 1)), xorshift (+-1 from Poor Man's Training's xorshift32), "
        "pezo_pool (PeZO's pool of zo.pool_size numbers) or pezo_onthefly (PeZO's zo.rngs "
-       "rotated zo.rng_bits-bit generators); int8 draws its own sparse uniform integers"},
+       "rotated zo.rng_bits-bit generators); int8 draws its own sparse uniform integers, "
+       "except with zo.estimator layerwise (rademacher: +-1 weight probes)"},
       {"zo.pool_size", Type::kInt, ZT_FIELD(zo.pool_size), closed(1, 1 << 24), {},
        "pezo_pool: numbers in the pool (N; 2^k - 1 as PeZO advises); updates stay in a "
        "subspace (N-periodic within each tensor)"},
@@ -730,20 +731,24 @@ void expand_zo_preset(ExperimentConfig& cfg, const std::string& origin) {
 // once, after the file and every override, so the order of --set does not matter.
 void validate_combination(const ExperimentConfig& cfg, const std::string& origin) {
   const bool int8 = cfg.model.precision == Precision::kInt8;
-  if (int8 && cfg.zo.preset != "mezo") {
+  const bool int8_pmt = int8 && cfg.zo.estimator == "layerwise";
+  if (int8 && cfg.zo.preset != "mezo" && cfg.zo.preset != "pmt") {
     throw Error(origin + ": zo.preset: '" + cfg.zo.preset +
-                "' with model.precision int8; int8 training has one estimator (the paper's "
-                "sparse uniform integer perturbation, one query), so int8 runs take the mezo "
-                "preset");
+                "' with model.precision int8; int8 training offers ElasticZO-INT8's estimator "
+                "(the paper's sparse uniform integer perturbation, one query: preset mezo) and "
+                "Poor Man's Training's (preset pmt)");
   }
-  if (int8 && cfg.zo.queries != 1) {
+  if (int8 && !int8_pmt && cfg.zo.queries != 1) {
     throw Error(origin + ": zo.queries: " + std::to_string(cfg.zo.queries) +
-                " with model.precision int8; int8 training takes 1 query per step (its rounded "
-                "update cannot restore earlier queries exactly)");
+                " with model.precision int8 and zo.estimator '" + cfg.zo.estimator +
+                "'; ElasticZO-INT8 takes 1 query per step (its rounded update cannot restore "
+                "earlier queries exactly); zo.estimator layerwise (preset pmt) takes any number");
   }
-  if (int8 && cfg.zo.estimator == "layerwise") {
-    throw Error(origin + ": zo.estimator: 'layerwise' with model.precision int8; the layer-wise "
-                "estimate is FP32 only for now (int8: two_sided or one_sided)");
+  if (int8_pmt && cfg.zo.perturbation != "rademacher") {
+    throw Error(origin + ": zo.perturbation: '" + cfg.zo.perturbation +
+                "' with model.precision int8 and zo.estimator layerwise; int8 layer-wise "
+                "estimation perturbs int8 weights by ±1, so it needs zo.perturbation rademacher "
+                "(zo.preset pmt sets it)");
   }
   if (cfg.zo.batched && (int8 || cfg.zo.estimator != "two_sided" ||
                          cfg.model.arch == Arch::kPointNet)) {
@@ -765,10 +770,11 @@ void validate_combination(const ExperimentConfig& cfg, const std::string& origin
     throw Error(origin + ": zo.pezo_offset: '" + cfg.zo.pezo_offset +
                 "', expected seeded or stream");
   }
-  if (int8 && cfg.zo.perturbation != "gaussian") {
+  if (int8 && !int8_pmt && cfg.zo.perturbation != "gaussian") {
     throw Error(origin + ": zo.perturbation: '" + cfg.zo.perturbation +
-                "' with model.precision int8; int8 training draws its own sparse uniform integer "
-                "perturbation (r_max, p_zero), so this key applies to FP32 only");
+                "' with model.precision int8; ElasticZO-INT8 draws its own sparse uniform integer "
+                "perturbation (r_max, p_zero), so this key applies to FP32 and to zo.estimator "
+                "layerwise (rademacher)");
   }
   if (dataset(cfg.data.dataset).input != architecture(cfg.model.arch).input) {
     std::string fits;
@@ -800,6 +806,9 @@ bool images(const ExperimentConfig& c) { return dataset(c.data.dataset).input ==
 bool points(const ExperimentConfig& c) { return !images(c); }
 bool no_subset(const ExperimentConfig& c) { return !c.data.subset.has_value(); }
 bool int8(const ExperimentConfig& c) { return c.model.precision == Precision::kInt8; }
+// Poor Man's Training on int8 (zo.estimator layerwise) steps by a learning rate, not by bits.
+bool int8_pmt(const ExperimentConfig& c) { return int8(c) && c.zo.estimator == "layerwise"; }
+bool int8_sign_step(const ExperimentConfig& c) { return int8(c) && !int8_pmt(c); }
 bool fp32(const ExperimentConfig& c) { return c.model.precision == Precision::kFp32; }
 bool no_zo(const ExperimentConfig& c) { return c.method.name == Method::kFullBp; }
 bool no_pool(const ExperimentConfig& c) { return c.zo.perturbation != "pezo_pool"; }
@@ -820,12 +829,26 @@ const InertRule kInertRules[] = {
     {"data.rotate_degrees", true, points, "rotation applies to image sets (see data.augment)"},
     {"data.subset_seed", false, no_subset, "it seeds data.subset, which is null"},
     {"int8.", false, fp32, "int8 settings apply with model.precision int8"},
-    {"optimizer.", false, int8,
-     "int8 training updates weights by b_zo/b_bp-bit rounding (int8.b_zo, int8.b_bp), not by an "
+    {"optimizer.lr", false, int8_sign_step,
+     "ElasticZO-INT8 updates weights by b_zo/b_bp-bit rounding (int8.b_zo, int8.b_bp), not by a "
+     "learning rate (zo.preset pmt does use it)"},
+    {"optimizer.decay.", false, int8_sign_step,
+     "ElasticZO-INT8 updates weights by b_zo/b_bp-bit rounding, not by a learning rate"},
+    {"optimizer.name", false, int8,
+     "int8 backprop (NITI) updates weights by b_bp-bit rounding (int8.b_bp), not by an "
      "optimizer"},
+    {"optimizer.bp_lr", false, int8,
+     "int8 backprop (NITI) updates weights by b_bp-bit rounding (int8.b_bp), not by a "
+     "learning rate"},
+    {"int8.r_max", false, int8_pmt, "zo.estimator layerwise perturbs int8 weights by +-1"},
+    {"int8.p_zero", false, int8_pmt, "zo.estimator layerwise perturbs every weight of a layer"},
+    {"int8.b_zo", false, int8_pmt, "zo.estimator layerwise steps by optimizer.lr"},
+    {"int8.sign", false, int8_pmt, "zo.estimator layerwise uses the loss difference itself"},
     {"train.memory_plan", false, int8, "the int8 trainer plans its own buffers"},
-    {"zo.eps", false, int8, "int8 perturbs by integers in [-int8.r_max, int8.r_max]"},
-    {"zo.grad_clip", false, int8, "int8 steps by the sign of the estimate"},
+    {"zo.eps", false, int8,
+     "int8 perturbs by integers (in [-int8.r_max, int8.r_max]; layerwise: +-1)"},
+    {"zo.grad_clip", false, int8, "int8 steps by the sign of the estimate or, layerwise, by "
+     "the estimate scaled by K / (K + d - 1)"},
     {"zo.cache_direction", false, int8,
      "int8 regenerates its sparse integer perturbation, which costs 1-2 % of its step"},
     {"zo.pool_size", false, no_pool, "it sizes the pool of zo.perturbation pezo_pool"},
@@ -1046,8 +1069,10 @@ const std::vector<ZoPreset>& zo_presets() {
        {{"zo.estimator", "\"two_sided\""}, {"zo.queries", "4"}, {"zo.perturbation", "\"gaussian\""},
         {"zo.batched", "true"}}},
       {"pmt",
-       "Poor Man's Training (FP32, weight perturbation): each ZO layer probed alone with 4 "
-       "Rademacher directions against one clean pass, updates scaled by q / (q + d_layer - 1)",
+       "Poor Man's Training (weight perturbation): each ZO layer probed alone with 4 "
+       "Rademacher directions against one clean pass, updates scaled by q / (q + d_layer - 1); "
+       "int8: +-1 probes of the int8 weights and the quantisation-aware step eta / s^2 (default "
+       "eta 1 Full ZO, 0.3 with backprop)",
        {{"zo.estimator", "\"layerwise\""}, {"zo.queries", "4"},
         {"zo.perturbation", "\"rademacher\""}, {"zo.batched", "false"}}},
   };

@@ -15,6 +15,7 @@
 #include "zotrain/nn/lenet5.hpp"
 #include "zotrain/train/int8_float.hpp"
 #include "zotrain/train/int8_trainer.hpp"
+#include "zotrain/train/optimizer.hpp"
 
 namespace zt::train {
 namespace {
@@ -34,6 +35,8 @@ class Int8Engine final : public Engine {
     o.partition = c_;
     o.batch_size = batch;
     o.threads = threads;
+    layerwise_ = cfg.zo.estimator == "layerwise";
+    o.layerwise = layerwise_;
     trainer_ = std::make_unique<Int8Trainer>(*net_, o);
     estimator_ = make_estimator(cfg.zo.estimator, static_cast<int>(cfg.zo.queries));
     sign_ = cfg.int8.sign;
@@ -82,12 +85,14 @@ class Int8Engine final : public Engine {
     return r;
   }
   json hyperparameters() const override {
+    if (layerwise_) return {{"learning_rates", {{"zo", lr_base()}}}};
     return {{"int8", {{"r_max", cfg_.int8.r_max}, {"sign", config::name(cfg_.int8.sign)}}}};
   }
   void write_effective(config::ExperimentConfig& cfg) const override {
     cfg.train.batch_size = batch_;
     cfg.int8.b_bp = b_bp_;
     cfg.int8.p_zero = p_zero_;
+    if (layerwise_) cfg.optimizer.lr = lr_base();
   }
 
   json begin_epoch(std::int64_t epoch) override {
@@ -96,6 +101,11 @@ class Int8Engine final : public Engine {
     h_.b_zo = static_cast<int>(cfg_.int8.b_zo.at(epoch));
     h_.b_bp = static_cast<int>(b_bp_.at(epoch));
     h_.zero_threshold = static_cast<std::uint64_t>(std::llround(std::ldexp(p_zero, 32)));
+    if (layerwise_) {
+      lr_ = decayed_lr(lr_base(), cfg_.optimizer.decay.factor, cfg_.optimizer.decay.every_epochs,
+                       epoch);
+      return {{"lr", lr_}, {"b_bp", h_.b_bp}};
+    }
     return {{"r_max", h_.r_max}, {"b_zo", h_.b_zo}, {"b_bp", h_.b_bp}, {"p_zero", p_zero}};
   }
 
@@ -106,10 +116,27 @@ class Int8Engine final : public Engine {
       telemetry::ScopedPhase t(times, telemetry::Phase::kData);
       n = load_input(batcher, index);
     }
-    const int classes = net_->num_classes();
-    const bool zo = trainer_->zo_weights() > 0;
     EngineStep r;
     r.n = n;
+    if (!layerwise_) {
+      step_sign(r, n, step_seed, times);
+      return r;
+    }
+    // Poor Man's Training: the loss and accuracy of the clean pass (Full BP: of its one pass).
+    const int classes = net_->num_classes();
+    const Int8StepResult s = int8_layerwise_step(*trainer_, *estimator_, x8_.data(), x_exp_, n,
+                                                 labels_.data(), classes, step_seed, h_, lr_);
+    add_phase_times(times);
+    const bool clean = s.correct >= 0;
+    r.loss = clean ? s.loss : int8_loss_sum(trainer_->logits_minus(), labels_.data(), n, classes) / n;
+    r.correct = clean ? s.correct : int8_correct(trainer_->logits_minus(), labels_.data(), n, classes);
+    return r;
+  }
+
+  // ElasticZO-INT8's step: the sign of the estimate scales the update.
+  void step_sign(EngineStep& r, int n, std::uint64_t step_seed, telemetry::PhaseTimes& times) {
+    const int classes = net_->num_classes();
+    const bool zo = trainer_->zo_weights() > 0;
     // The step's sign is sign_'s; the other one is computed only to log their agreement.
     const Int8StepResult s =
         int8_step(*trainer_, *estimator_, x8_.data(), x_exp_, n, labels_.data(), classes,
@@ -119,15 +146,24 @@ class Int8Engine final : public Engine {
       r.sign_agree_eq12 = s.sign_agree_eq12 ? 1 : 0;
       r.g = s.g;
     }
-    const auto ns = trainer_->take_phase_ns();
-    for (int p = 0; p < telemetry::kNumPhases; ++p)
-      times.add(static_cast<telemetry::Phase>(p), static_cast<double>(ns[static_cast<std::size_t>(p)]) * 1e-9);
+    add_phase_times(times);
     // Reported loss: of the last pass (Full BP) or the mean of both passes (ZO), as in FP32.
     double loss = int8_loss_sum(trainer_->logits_minus(), labels_.data(), n, classes);
     if (zo) loss = 0.5 * (loss + int8_loss_sum(trainer_->logits_plus(), labels_.data(), n, classes));
     r.loss = loss / n;
     r.correct = int8_correct(trainer_->logits_minus(), labels_.data(), n, classes);
-    return r;
+  }
+
+  void add_phase_times(telemetry::PhaseTimes& times) {
+    const auto ns = trainer_->take_phase_ns();
+    for (int p = 0; p < telemetry::kNumPhases; ++p)
+      times.add(static_cast<telemetry::Phase>(p), static_cast<double>(ns[static_cast<std::size_t>(p)]) * 1e-9);
+  }
+
+  // Poor Man's Training's global η: optimizer.lr, or the int8 default (README, "Defaults").
+  double lr_base() const {
+    const bool full_zo = c_ == net_->num_parametric();
+    return cfg_.optimizer.lr.value_or(full_zo ? kDefaultInt8PmtLrFullZo : kDefaultInt8PmtLrElastic);
   }
 
   EvalResult evaluate(BatchSource& b) override {
@@ -222,6 +258,8 @@ class Int8Engine final : public Engine {
   Int8Sign sign_ = Int8Sign::kFloat;
   config::Schedule b_bp_, p_zero_;
   Int8Hyper h_;
+  bool layerwise_ = false;  // Poor Man's Training (zo.estimator layerwise)
+  double lr_ = 0;           // its η this epoch
   bool points_ = false;
   std::vector<std::uint8_t> pixels_, labels_;
   std::vector<float> coords_;

@@ -114,6 +114,12 @@ Int8Plan::Int8Plan(const nn::Int8Net& net, const Int8PlanOptions& o) {
   if (scratch > 0) h_scratch_ = arena_.reserve<std::int8_t>("conv scratch", scratch);  // bytes
   if (o.partition > 0)
     h_plus_ = arena_.reserve<std::int8_t>("+ pass logits (int8)", B * static_cast<std::size_t>(net.num_classes()));
+  if (o.layer_backup && o.partition > 0) {
+    std::size_t widest = 0;
+    for (int p = 0; p < o.partition; ++p)
+      widest = std::max(widest, net.layer(net.parametric_layer(p)).weight_count);
+    h_backup_ = arena_.reserve<std::int8_t>("probed layer's weights (int8)", widest);
+  }
   if (seg < layers) {
     std::size_t grad = 0;
     for (int i = seg; i < layers; ++i) grad = std::max(grad, net.layer(i).weight_count);

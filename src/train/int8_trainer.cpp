@@ -45,13 +45,15 @@ kernels::PerturbS8Params perturbation(std::uint64_t step_seed, int query, const 
   return {seeds::int8_perturbation(step_seed, query), h.zero_threshold, h.r_max};
 }
 
+constexpr int kMaxBlockQueries = 64;  // update_signs_s8's limit
+
 }  // namespace
 
 Int8Trainer::Int8Trainer(nn::Int8Net& net, const Int8TrainerOptions& options)
     : net_(net),
       opt_(options),
       plan_(net, {options.partition, options.batch_size, options.threads, options.lean,
-                  options.tail_chunk_elems, options.deep_stream_bytes}) {
+                  options.tail_chunk_elems, options.deep_stream_bytes, options.layerwise}) {
   zo_weights_ = net_.num_weights_of_range(0, opt_.partition);
   plus_logits_ = plan_.plus_logits();
   perturb_ = kernels::select_perturb_s8(opt_.isa);
@@ -387,6 +389,36 @@ void Int8Trainer::zo_update(std::uint64_t step_seed, int query, int g, const Int
   ZT_CHECK(zo_weights_ > 0);
   Timed t(ns_, Phase::kZoUpdate);
   zo_update_(net_.weights(), zo_weights_, 0, perturbation(step_seed, query, h), g, h.b_zo);
+}
+
+void Int8Trainer::perturb_block(int b, std::uint64_t step_seed, int query) {
+  ZT_CHECK(opt_.layerwise && b >= 0 && b < opt_.partition);
+  Timed t(ns_, Phase::kZoPerturb);
+  const nn::Int8Layer& l = net_.layer(net_.parametric_layer(b));
+  std::int8_t* w = net_.weights() + l.weight_offset;
+  std::int8_t* saved = plan_.layer_backup();
+  std::memcpy(saved, w, l.weight_count);
+  kernels::perturb_signs_s8(saved, w, l.weight_count, static_cast<std::uint32_t>(l.weight_offset),
+                            seeds::int8_perturbation(step_seed, query));
+}
+
+void Int8Trainer::restore_block(int b) {
+  ZT_CHECK(opt_.layerwise && b >= 0 && b < opt_.partition);
+  Timed t(ns_, Phase::kZoPerturb);
+  const nn::Int8Layer& l = net_.layer(net_.parametric_layer(b));
+  std::memcpy(net_.weights() + l.weight_offset, plan_.layer_backup(), l.weight_count);
+}
+
+void Int8Trainer::update_block(int b, std::uint64_t step_seed, const std::int32_t* coef,
+                               int queries, int frac) {
+  ZT_CHECK(opt_.layerwise && b >= 0 && b < opt_.partition && queries <= kMaxBlockQueries);
+  Timed t(ns_, Phase::kZoUpdate);
+  const nn::Int8Layer& l = net_.layer(net_.parametric_layer(b));
+  std::uint64_t keys[kMaxBlockQueries];
+  for (int q = 0; q < queries; ++q) keys[q] = seeds::int8_perturbation(step_seed, q);
+  kernels::update_signs_s8(net_.weights() + l.weight_offset, l.weight_count,
+                           static_cast<std::uint32_t>(l.weight_offset), keys, coef, queries, frac,
+                           seeds::int8_update_rounding(step_seed));
 }
 
 int Int8Trainer::integer_sign(const std::uint8_t* labels, bool eq12) const {

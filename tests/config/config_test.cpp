@@ -355,18 +355,33 @@ TEST(ConfigTest, CacheDirectionIsAnFp32Option) {
   EXPECT_NE(i8.warnings[0].find("zo.cache_direction has no effect here"), std::string::npos);
 }
 
-TEST(ConfigTest, PmtPresetIsLayerwiseRademacherAndFp32Only) {
+TEST(ConfigTest, PmtPresetIsLayerwiseRademacher) {
   const ExperimentConfig c = parse_config("{}", "t", {"zo.preset=pmt"});
   EXPECT_EQ(c.zo.estimator, "layerwise");
   EXPECT_EQ(c.zo.perturbation, "rademacher");
   EXPECT_EQ(c.zo.queries, 4);
   EXPECT_EQ(parse_config("{}", "t", {"zo.preset=pmt", "zo.queries=2"}).zo.queries, 2);
-  test::expect_error(
-      [] {
-        parse_config(R"({"model": {"precision": "int8"}, "optimizer": {"name": "sgd"}})", "t",
-                     {"zo.estimator=layerwise"});
-      },
-      {"zo.estimator", "layerwise", "int8"});
+}
+
+TEST(ConfigTest, PmtOnInt8StepsByALearningRateWithRademacherProbes) {
+  const std::string int8 = R"({"model": {"precision": "int8"}})";
+  const ExperimentConfig c = parse_config(int8, "t", {"zo.preset=pmt", "optimizer.lr=0.5"});
+  EXPECT_EQ(c.zo.estimator, "layerwise");
+  EXPECT_EQ(c.zo.queries, 4);
+  EXPECT_TRUE(c.warnings.empty());  // its learning rate is used
+  // ElasticZO-INT8's knobs do nothing with it; its learning rate does nothing without it.
+  const ExperimentConfig r = parse_config(int8, "t", {"zo.preset=pmt", "int8.r_max=7"});
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("int8.r_max has no effect here"), std::string::npos);
+  const ExperimentConfig m = parse_config(int8, "t", {"optimizer.lr=0.5"});
+  ASSERT_EQ(m.warnings.size(), 1u);
+  EXPECT_NE(m.warnings[0].find("optimizer.lr has no effect here"), std::string::npos);
+  test::expect_error([&] { parse_config(int8, "t", {"zo.estimator=layerwise"}); },
+                     {"zo.perturbation", "gaussian", "int8", "rademacher"});
+  test::expect_error([&] { parse_config(int8, "t", {"zo.preset=prge"}); },
+                     {"zo.preset", "prge", "int8", "pmt"});
+  test::expect_error([&] { parse_config(int8, "t", {"zo.queries=2"}); },
+                     {"zo.queries", "int8", "layerwise"});
 }
 
 TEST(ConfigTest, NodePerturbationNeedsLayerwiseFp32AndAPerElementSource) {

@@ -12,11 +12,13 @@
 //                   ├─ FP32: the Gaussian z of query q: kernels/perturb.hpp, stream
 //                   │    fp32_perturbation_stream(q)
 //                   ├─ int8_perturbation(step seed, q): the sparse int8 perturbation's key
+//                   │    (and, with kRademacherStream, Poor Man's Training's ξ of query q)
+//                   ├─ int8_update_rounding(step seed): the StoShift words of its update
 //                   └─ int8_loss_rounding(step seed): the StoShift words of the int8 loss error
 //   synthetic point-cloud seed (--synthetic-seed) ── synthetic_sample(seed, split, index)
 //
 // hash_key(key, stream) streams of the int8 kernels (core/rng.hpp's hash32 words):
-// kLossRoundingStream, kPerturbKeepStream, kPerturbValueStream.
+// kLossRoundingStream, kPerturbKeepStream, kPerturbValueStream, kRademacherStream.
 // The Gaussian generator's own key schedule (seed, stream, pair index → hash keys) is part of
 // its definition and lives with it (src/kernels/perturb/perturb_internal.hpp).
 #pragma once
@@ -70,10 +72,17 @@ inline std::uint64_t int8_loss_rounding(std::uint64_t step_seed) {
   return mix64(step_seed ^ 0x10551055ULL);
 }
 
+// Poor Man's Training on int8: the stochastic rounding of a step's layer updates (its ξ of
+// query q is drawn from int8_perturbation(step seed, q) with kRademacherStream).
+inline std::uint64_t int8_update_rounding(std::uint64_t step_seed) {
+  return mix64(step_seed ^ 0x2a2d0a2d5eedULL);
+}
+
 // hash_key streams of the int8 kernels.
 inline constexpr std::uint64_t kLossRoundingStream = 0;  // StoShift words of the loss error
 inline constexpr std::uint64_t kPerturbKeepStream = 1;   // the keep bit m of z = m·u
 inline constexpr std::uint64_t kPerturbValueStream = 2;  // the value u of z = m·u
+inline constexpr std::uint64_t kRademacherStream = 3;    // Poor Man's Training's ξ = ±1
 
 // Point clouds: per-sample generators (one per purpose) are keyed off the epoch key with this
 // salt, separate from the shuffle, which uses the epoch key itself.

@@ -57,6 +57,9 @@ struct Int8PlanOptions {
   bool lean = true;   // stream the per-point tail (see above)
   std::size_t tail_chunk_elems = kTailChunkElems;  // tests use small chunks
   std::size_t deep_stream_bytes = kDeepStreamBytes;  // tests use 0 (always deep)
+  // Layer-wise weight perturbation (Poor Man's Training): a copy of the largest ZO layer's
+  // weights, restored after each of its probes (exact, where ±1 clamped at ±127 is not).
+  bool layer_backup = false;
 };
 
 class Int8Plan {
@@ -101,6 +104,7 @@ class Int8Plan {
   std::int64_t* grad_sum() const { return arena_.get<std::int64_t>(h_grad_sum_); }
   // Deep streaming: one chunk of a ReLU's output formed on the fly.
   std::int8_t* relu_chunk() const { return arena_.get<std::int8_t>(h_relu_chunk_); }
+  std::int8_t* layer_backup() const { return arena_.get<std::int8_t>(h_backup_); }
   const Arena& arena() const { return arena_; }
 
  private:
@@ -108,7 +112,7 @@ class Int8Plan {
   std::vector<int> h_kept_;  // per layer: handle of its kept output, −1 = ping-pong
   int h_pingpong_[2] = {-1, -1}, h_acc_ = -1, h_grad_ = -1, h_err_[2] = {-1, -1},
       h_scratch_ = -1, h_plus_ = -1, h_tail_max_ = -1, h_tail_sums_ = -1, h_tail_ext_ = -1,
-      h_tail_prod_ = -1, h_tail_y_ = -1, h_tail_e_ = -1, h_grad_sum_ = -1, h_relu_chunk_ = -1;
+      h_tail_prod_ = -1, h_tail_y_ = -1, h_tail_e_ = -1, h_grad_sum_ = -1, h_relu_chunk_ = -1, h_backup_ = -1;
 };
 
 }  // namespace zt::train

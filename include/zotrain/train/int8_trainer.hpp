@@ -10,6 +10,11 @@
 //   zo_update(g)         the update merged with the restore (θ += z, θ −= PstoShift(g·z))
 //   backprop()           layers C+1..L from the integer loss error of the last (−) pass
 // C = 0 (NITI): begin, probe, backprop.
+// Poor Man's Training (layer-wise weight perturbation, μ = 1; Int8TrainerOptions::layerwise):
+// block b is the b-th parametric layer of θ_{1..C}:
+//   perturb_block(b, i)  θ_b = clamp(θ_b + ξ_i, ±127), ξ_i Rademacher (θ_b kept for restore)
+//   restore_block(b)     θ_b as it was before perturb_block, exactly
+//   update_block(b, c)   θ_b −= StoShift(Σ_i c_i ξ_i, frac) (c in fixed point: c_i · 2^frac)
 // This header and src/train/int8_trainer.cpp are integer-only (the aarch64 test build compiles
 // them with -mgeneral-regs-only); phase times are kept as integer nanoseconds.
 //
@@ -37,6 +42,7 @@ struct Int8TrainerOptions {
   bool lean = true;  // stream the per-point tail (see above)
   std::size_t tail_chunk_elems = kTailChunkElems;  // its chunk size; tests use small ones
   std::size_t deep_stream_bytes = kDeepStreamBytes;  // deep streaming from here; tests use 0
+  bool layerwise = false;  // plan the layer copy of perturb_block (Poor Man's Training)
 };
 
 // Per-epoch integer hyperparameters (docs/design.md §6; the caller converts p_zero to the
@@ -65,6 +71,13 @@ class Int8Trainer {
   // ZO only: the merged restore + update of query `query` with sign g (−1, 0, +1).
   void zo_update(std::uint64_t step_seed, int query, int g, const Int8Hyper& h);
   void backprop(const std::uint8_t* labels, std::uint64_t step_seed, const Int8Hyper& h);
+  int zo_blocks() const { return opt_.partition; }
+  std::size_t block_weights(int b) const { return net_.layer(net_.parametric_layer(b)).weight_count; }
+  int block_exponent(int b) const { return net_.layer(net_.parametric_layer(b)).exponent; }
+  void perturb_block(int b, std::uint64_t step_seed, int query);
+  void restore_block(int b);
+  void update_block(int b, std::uint64_t step_seed, const std::int32_t* coef, int queries,
+                    int frac);
   Int8Logits logits_plus() const { return {plus_logits_, plus_exp_}; }    // ZO only
   Int8Logits logits_minus() const { return {last_logits(), last_exp_}; }  // the last pass
   // −1, 0, +1 (ZO only): the fixed-point estimate, or Eq. 12 as written.
@@ -75,6 +88,7 @@ class Int8Trainer {
 
   const Int8TrainerOptions& options() const { return opt_; }
   int segment_start() const { return plan_.seg; }
+  int layers() const { return net_.size(); }
   std::size_t zo_weights() const { return zo_weights_; }
   std::size_t bp_weights() const { return net_.num_weights() - zo_weights_; }
   const Arena& arena() const { return plan_.arena(); }

@@ -21,6 +21,9 @@ struct Int8StepResult {
   int g = 0;               // the sign the update used (0 for NITI, C = 0)
   bool sign_agree = false;       // the integer (fixed-point) and float signs agreed (ZO only)
   bool sign_agree_eq12 = false;  // Eq. 12 as written and the float sign agreed (ZO only)
+  // int8_layerwise_step: the clean pass's mean loss and correct samples (−1: not measured).
+  double loss = -1;
+  int correct = -1;
 };
 
 // x [n, input] int8 with exponent `exponent`, labels [n]. The estimator must have one query:
@@ -30,5 +33,15 @@ Int8StepResult int8_step(Int8Trainer& trainer, const ZoEstimator& estimator,
                          const std::int8_t* x, int exponent, int n, const std::uint8_t* labels,
                          int classes, std::uint64_t step_seed, const Int8Hyper& h,
                          Int8Sign sign);
+
+// Poor Man's Training on int8 (zo.estimator layerwise, any number of queries): each ZO layer
+// probed alone by Rademacher ±1 against one clean pass, every layer then stepped by its
+// quantisation-aware share of the global learning rate lr (η / s_b², s_b = 2^{e_b}) times the
+// estimator's gradient-norm scaling. Float losses of the dequantised logits, as the paper's
+// INT8; the weights stay int8 and the update kernel integer-only (src/train/int8_zo.cpp).
+Int8StepResult int8_layerwise_step(Int8Trainer& trainer, const ZoEstimator& estimator,
+                                   const std::int8_t* x, int exponent, int n,
+                                   const std::uint8_t* labels, int classes,
+                                   std::uint64_t step_seed, const Int8Hyper& h, double lr);
 
 }  // namespace zt::train

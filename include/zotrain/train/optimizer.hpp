@@ -40,6 +40,11 @@ class BpOptimizer {
 inline constexpr double kDefaultZoLr = 1e-3;
 inline constexpr double kDefaultSgdLr = 0.05;
 inline constexpr double kDefaultAdamLr = 1e-3;
+// Poor Man's Training on int8 (zo.preset pmt, model.precision int8): the global η of its
+// quantisation-aware update, chosen on a validation split (docs/results/tuning/pmt-int8-lr.md):
+// Full ZO, and with a backprop part (the NITI tail learns fast, the ZO layers want less).
+inline constexpr double kDefaultInt8PmtLrFullZo = 1.0;
+inline constexpr double kDefaultInt8PmtLrElastic = 0.3;
 
 struct LearningRates {
   double zo = 0, bp = 0;
