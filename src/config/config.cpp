@@ -198,7 +198,7 @@ const std::vector<Key>& schema() {
        "uniform (sqrt(3) U(-1, 1)), xorshift (+-1 from Poor Man's Training's xorshift32), "
        "pezo_pool (PeZO's pool of zo.pool_size numbers) or pezo_onthefly (PeZO's zo.rngs "
        "rotated zo.rng_bits-bit generators); int8 draws its own sparse uniform integers, "
-       "except with zo.estimator layerwise (rademacher: +-1 weight probes)"},
+       "except with zo.estimator layerwise (rademacher or xorshift: +-1 weight probes)"},
       {"zo.pool_size", Type::kInt, ZT_FIELD(zo.pool_size), closed(1, 1 << 24), {},
        "pezo_pool: numbers in the pool (N; 2^k - 1 as PeZO advises); updates stay in a "
        "subspace (N-periodic within each tensor)"},
@@ -744,11 +744,11 @@ void validate_combination(const ExperimentConfig& cfg, const std::string& origin
                 "'; ElasticZO-INT8 takes 1 query per step (its rounded update cannot restore "
                 "earlier queries exactly); zo.estimator layerwise (preset pmt) takes any number");
   }
-  if (int8_pmt && cfg.zo.perturbation != "rademacher") {
+  if (int8_pmt && cfg.zo.perturbation != "rademacher" && cfg.zo.perturbation != "xorshift") {
     throw Error(origin + ": zo.perturbation: '" + cfg.zo.perturbation +
                 "' with model.precision int8 and zo.estimator layerwise; int8 layer-wise "
-                "estimation perturbs int8 weights by ±1, so it needs zo.perturbation rademacher "
-                "(zo.preset pmt sets it)");
+                "estimation perturbs int8 weights by +-1, so it needs zo.perturbation rademacher "
+                "(zo.preset pmt sets it) or xorshift (Poor Man's Training's generator)");
   }
   if (cfg.zo.batched && (int8 || cfg.zo.estimator != "two_sided" ||
                          cfg.model.arch == Arch::kPointNet)) {
@@ -774,7 +774,7 @@ void validate_combination(const ExperimentConfig& cfg, const std::string& origin
     throw Error(origin + ": zo.perturbation: '" + cfg.zo.perturbation +
                 "' with model.precision int8; ElasticZO-INT8 draws its own sparse uniform integer "
                 "perturbation (r_max, p_zero), so this key applies to FP32 and to zo.estimator "
-                "layerwise (rademacher)");
+                "layerwise (rademacher, xorshift)");
   }
   if (dataset(cfg.data.dataset).input != architecture(cfg.model.arch).input) {
     std::string fits;

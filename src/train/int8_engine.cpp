@@ -37,6 +37,7 @@ class Int8Engine final : public Engine {
     o.threads = threads;
     layerwise_ = cfg.zo.estimator == "layerwise";
     o.layerwise = layerwise_;
+    if (cfg.zo.perturbation == "xorshift") o.signs = kernels::SignSource::kXorshift;
     trainer_ = std::make_unique<Int8Trainer>(*net_, o);
     estimator_ = make_estimator(cfg.zo.estimator, static_cast<int>(cfg.zo.queries));
     sign_ = cfg.int8.sign;

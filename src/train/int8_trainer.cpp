@@ -398,7 +398,7 @@ void Int8Trainer::perturb_block(int b, std::uint64_t step_seed, int query) {
   std::int8_t* w = net_.weights() + l.weight_offset;
   std::int8_t* saved = plan_.layer_backup();
   std::memcpy(saved, w, l.weight_count);
-  kernels::perturb_signs_s8(saved, w, l.weight_count, static_cast<std::uint32_t>(l.weight_offset),
+  kernels::perturb_signs_s8(opt_.signs, saved, w, l.weight_count, static_cast<std::uint32_t>(l.weight_offset),
                             seeds::int8_perturbation(step_seed, query));
 }
 
@@ -416,7 +416,7 @@ void Int8Trainer::update_block(int b, std::uint64_t step_seed, const std::int32_
   const nn::Int8Layer& l = net_.layer(net_.parametric_layer(b));
   std::uint64_t keys[kMaxBlockQueries];
   for (int q = 0; q < queries; ++q) keys[q] = seeds::int8_perturbation(step_seed, q);
-  kernels::update_signs_s8(net_.weights() + l.weight_offset, l.weight_count,
+  kernels::update_signs_s8(opt_.signs, net_.weights() + l.weight_offset, l.weight_count,
                            static_cast<std::uint32_t>(l.weight_offset), keys, coef, queries, frac,
                            seeds::int8_update_rounding(step_seed));
 }

@@ -369,6 +369,8 @@ TEST(ConfigTest, PmtOnInt8StepsByALearningRateWithRademacherProbes) {
   EXPECT_EQ(c.zo.estimator, "layerwise");
   EXPECT_EQ(c.zo.queries, 4);
   EXPECT_TRUE(c.warnings.empty());  // its learning rate is used
+  EXPECT_EQ(parse_config(int8, "t", {"zo.preset=pmt", "zo.perturbation=xorshift"}).zo.perturbation,
+            "xorshift");
   // ElasticZO-INT8's knobs do nothing with it; its learning rate does nothing without it.
   const ExperimentConfig r = parse_config(int8, "t", {"zo.preset=pmt", "int8.r_max=7"});
   ASSERT_EQ(r.warnings.size(), 1u);
@@ -377,7 +379,7 @@ TEST(ConfigTest, PmtOnInt8StepsByALearningRateWithRademacherProbes) {
   ASSERT_EQ(m.warnings.size(), 1u);
   EXPECT_NE(m.warnings[0].find("optimizer.lr has no effect here"), std::string::npos);
   test::expect_error([&] { parse_config(int8, "t", {"zo.estimator=layerwise"}); },
-                     {"zo.perturbation", "gaussian", "int8", "rademacher"});
+                     {"zo.perturbation", "gaussian", "int8", "rademacher", "xorshift"});
   test::expect_error([&] { parse_config(int8, "t", {"zo.preset=prge"}); },
                      {"zo.preset", "prge", "int8", "pmt"});
   test::expect_error([&] { parse_config(int8, "t", {"zo.queries=2"}); },

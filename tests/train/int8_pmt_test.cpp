@@ -4,6 +4,7 @@
 // keeps seeing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <span>
@@ -19,6 +20,7 @@
 #include "zotrain/kernels/quant.hpp"
 #include "zotrain/nn/int8_setup.hpp"
 #include "zotrain/nn/lenet5.hpp"
+#include "zotrain/nn/pointnet.hpp"
 #include "zotrain/train/int8_trainer.hpp"
 #include "zotrain/train/int8_zo.hpp"
 
@@ -83,6 +85,43 @@ TEST(Int8Pmt, ProbesRestoreEveryLayerExactly) {
   }
 }
 
+// PointNet (integer BatchNorm, the lean tail in the ZO part at C = 6): the same exact restore,
+// and a step at η > 0 moves every ZO layer.
+TEST(Int8Pmt, PointNetRestoresAndStepsEveryZoLayer) {
+  constexpr int kPoints = 64, kB = 4, kC = 6;
+  auto fp32 = nn::make_pointnet(kPoints, kernels::Isa::kReference);
+  auto net = nn::make_int8_net(*fp32, kernels::best_isa(), true);
+  nn::init_niti(*net, 5);
+  Int8TrainerOptions o;
+  o.partition = kC;
+  o.batch_size = kB;
+  o.layerwise = true;
+#ifdef ZT_OPENMP
+  o.threads = omp_get_max_threads();
+#endif
+  Int8Trainer t(*net, o);
+  ASSERT_TRUE(t.lean());
+  SplitMix64 rng(9);
+  std::vector<std::int8_t> x(static_cast<std::size_t>(kB) * kPoints * 3);
+  std::vector<std::uint8_t> y(kB);
+  for (auto& v : x) v = static_cast<std::int8_t>(static_cast<int>(rng.below(129)) - 64);
+  for (auto& l : y) l = static_cast<std::uint8_t>(rng.below(nn::kPointNetClasses));
+  const auto pmt = make_estimator("layerwise", 2);
+  const std::vector<std::int8_t> before(net->weights(), net->weights() + t.zo_weights());
+  int8_layerwise_step(t, *pmt, x.data(), -6, kB, y.data(), nn::kPointNetClasses, 3, Int8Hyper{},
+                      0.0);
+  EXPECT_EQ(std::vector<std::int8_t>(net->weights(), net->weights() + t.zo_weights()), before);
+  int8_layerwise_step(t, *pmt, x.data(), -6, kB, y.data(), nn::kPointNetClasses, 4, Int8Hyper{},
+                      1e3);
+  for (int b = 0; b < t.zo_blocks(); ++b) {
+    const nn::Int8Layer& l = net->layer(net->parametric_layer(b));
+    const auto* w = net->weights() + l.weight_offset;
+    EXPECT_FALSE(std::equal(w, w + l.weight_count, before.begin() +
+                                                        static_cast<std::ptrdiff_t>(l.weight_offset)))
+        << l.name;
+  }
+}
+
 // Steps every block by a chosen projected gradient g_b (one query).
 class FixedStep final : public ZoEstimator {
  public:
@@ -118,14 +157,33 @@ TEST(Int8Pmt, UpdateDividesTheLearningRateByEachLayersScaleSquared) {
   for (int b = 0; b < s.trainer->zo_blocks(); ++b) {
     const nn::Int8Layer& l = s.net->layer(s.net->parametric_layer(b));
     std::vector<std::int8_t> xi(l.weight_count);
-    kernels::rademacher_s8(seeds::int8_perturbation(seed, 0),
-                           static_cast<std::uint32_t>(l.weight_offset), xi.size(), xi.data());
+    kernels::signs_s8(kernels::SignSource::kRademacher, seeds::int8_perturbation(seed, 0),
+                      static_cast<std::uint32_t>(l.weight_offset), xi.size(), xi.data());
     for (std::size_t j = 0; j < l.weight_count; ++j) {
       const std::size_t at = l.weight_offset + j;
       ASSERT_EQ(after[at], kernels::clamp_s8(before[at] - k[static_cast<std::size_t>(b)] * xi[j]))
           << l.name << " weight " << j;
     }
   }
+}
+
+TEST(Int8Pmt, SameWeightsForAnyThreadCount) {
+#ifdef ZT_OPENMP
+  const int saved = omp_get_max_threads();
+  std::vector<std::vector<std::int8_t>> weights;
+  for (int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    Rig s = make(3);
+    const auto pmt = make_estimator("layerwise", 2);
+    for (int i = 0; i < 3; ++i) step(s, *pmt, 900 + static_cast<std::uint64_t>(i), 0.3);
+    weights.emplace_back(s.net->weights(), s.net->weights() + s.net->num_weights());
+  }
+  omp_set_num_threads(saved);
+  EXPECT_EQ(weights[0], weights[1]);
+  EXPECT_EQ(weights[0], weights[2]);
+#else
+  GTEST_SKIP() << "built without OpenMP";
+#endif
 }
 
 TEST(Int8Pmt, LowersTheLossOfABatch) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "zotrain/kernels/isa.hpp"
+#include "zotrain/kernels/xorshift.hpp"
 
 namespace zt::kernels {
 
@@ -84,16 +85,7 @@ void perturb_f32_ref(PerturbSource s, float* theta, std::size_t n, std::uint64_t
 PerturbGaussianF32Fn select_perturb_f32(PerturbSource s, Isa isa);  // not kPezoPool
 FillGaussianF32Fn select_fill_f32(PerturbSource s, Isa isa);
 
-// kXorshift's pieces: one step, the start state of (seed, stream) (never 0), k steps at once
-// (x ↦ M^k x over GF(2), k taken mod the period 2^32 − 1) and the sign of a state.
-constexpr std::uint32_t xorshift32(std::uint32_t x) {
-  x ^= x << 13;
-  x ^= x >> 17;
-  x ^= x << 5;
-  return x;
-}
-std::uint32_t xorshift_state(std::uint64_t seed, std::uint64_t stream);
-std::uint32_t xorshift_jump(std::uint32_t x, std::uint64_t k);
+// The sign of a kXorshift state (its steps: kernels/xorshift.hpp).
 constexpr float xorshift_sign(std::uint32_t x) { return (x & 1U) != 0 ? -1.0f : 1.0f; }
 
 // PeZO options (both PeZO sources).

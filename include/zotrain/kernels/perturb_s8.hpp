@@ -47,21 +47,26 @@ void perturb_s8_neon(std::int8_t* theta, std::size_t n, std::uint32_t first,  //
 void zo_update_s8_neon(std::int8_t* theta, std::size_t n, std::uint32_t first,  // ARM builds
                        const PerturbS8Params& p, int g, int b_zo);
 
-// Poor Man's Training on int8 (docs/design.md §6): layer-wise Rademacher weight perturbation
-// with μ = 1 and its update (reference loops; the perturbation is one probe per layer among the
-// step's forward passes, so its cost is small beside them).
-//   ξ(j) = −1 where the top bit of hash32(hash_key(seed, kRademacherStream), j) is 1, else +1
-//   perturb_signs_s8: θ[i] = clamp(θ0[i] + ξ(first + i), ±127)   (θ0: the layer's saved weights)
-//   update_signs_s8:  θ[i] = clamp(θ[i] − StoShift(s_i, frac, w_i), ±127), where
-//                     s_i = Σ_q coef[q] · ξ_q(first + i) saturated to int32 (ξ_q from seeds[q])
-//                     and w_i = hash32(hash_key(rounding_seed, 0), first + i): the update
-//                     −Σ_q c_q ξ_q with the c_q in fixed point (coef = c · 2^frac), stochastically
-//                     rounded so that updates below one step still move θ in expectation.
+// Poor Man's Training on int8 (docs/design.md §6.1): layer-wise ±1 weight perturbation
+// (μ = 1) and its update (reference loops; a probe is one layer among the step's forward passes,
+// so its cost is small beside them). ξ of element j, from `seed`, by source:
+//   kRademacher  −1 where the top bit of hash32(hash_key(seed, kRademacherStream), j) is 1
+//   kXorshift    PMT's generator (kernels/xorshift.hpp): x_0 = xorshift_state(seed,
+//                kRademacherStream), ξ_j = −1 where the least significant bit of x_{j+1} is 1,
+//                else +1 — the FP32 source zo.perturbation xorshift of the same (seed, stream)
+// perturb_signs_s8: θ[i] = clamp(θ0[i] + ξ(first + i), ±127)   (θ0: the layer's saved weights)
+// update_signs_s8:  θ[i] = clamp(θ[i] − StoShift(s_i, frac, w_i), ±127), where
+//                   s_i = Σ_q coef[q] · ξ_q(first + i) saturated to int32 (ξ_q from seeds[q])
+//                   and w_i = hash32(hash_key(rounding_seed, 0), first + i): the update
+//                   −Σ_q c_q ξ_q with the c_q in fixed point (coef = c · 2^frac), stochastically
+//                   rounded so that updates below one step still move θ in expectation.
 // Element-wise, so any split over threads gives the same result.
-void rademacher_s8(std::uint64_t seed, std::uint32_t first, std::size_t n, std::int8_t* xi);
-void perturb_signs_s8(const std::int8_t* theta0, std::int8_t* theta, std::size_t n,
-                      std::uint32_t first, std::uint64_t seed);
-void update_signs_s8(std::int8_t* theta, std::size_t n, std::uint32_t first,
+enum class SignSource : std::uint8_t { kRademacher, kXorshift };
+void signs_s8(SignSource src, std::uint64_t seed, std::uint32_t first, std::size_t n,
+              std::int8_t* xi);
+void perturb_signs_s8(SignSource src, const std::int8_t* theta0, std::int8_t* theta,
+                      std::size_t n, std::uint32_t first, std::uint64_t seed);
+void update_signs_s8(SignSource src, std::int8_t* theta, std::size_t n, std::uint32_t first,
                      const std::uint64_t* seeds, const std::int32_t* coef, int queries, int frac,
                      std::uint64_t rounding_seed);
 

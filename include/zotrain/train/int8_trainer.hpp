@@ -12,7 +12,8 @@
 // C = 0 (NITI): begin, probe, backprop.
 // Poor Man's Training (layer-wise weight perturbation, μ = 1; Int8TrainerOptions::layerwise):
 // block b is the b-th parametric layer of θ_{1..C}:
-//   perturb_block(b, i)  θ_b = clamp(θ_b + ξ_i, ±127), ξ_i Rademacher (θ_b kept for restore)
+//   perturb_block(b, i)  θ_b = clamp(θ_b + ξ_i, ±127), ξ_i ±1 from Int8TrainerOptions::signs
+//                        (θ_b kept for restore)
 //   restore_block(b)     θ_b as it was before perturb_block, exactly
 //   update_block(b, c)   θ_b −= StoShift(Σ_i c_i ξ_i, frac) (c in fixed point: c_i · 2^frac)
 // This header and src/train/int8_trainer.cpp are integer-only (the aarch64 test build compiles
@@ -43,6 +44,7 @@ struct Int8TrainerOptions {
   std::size_t tail_chunk_elems = kTailChunkElems;  // its chunk size; tests use small ones
   std::size_t deep_stream_bytes = kDeepStreamBytes;  // deep streaming from here; tests use 0
   bool layerwise = false;  // plan the layer copy of perturb_block (Poor Man's Training)
+  kernels::SignSource signs = kernels::SignSource::kRademacher;  // its ξ
 };
 
 // Per-epoch integer hyperparameters (docs/design.md §6; the caller converts p_zero to the

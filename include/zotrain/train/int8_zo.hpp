@@ -1,10 +1,13 @@
-// One int8 training step through the ZO estimator seam (train/zo_estimator.hpp): the executor
-// perturbs θ_{1..C} of an Int8Trainer by the sparse uniform int8 z, probes with its forward
-// passes, and estimates g as a sign — the integer-only one (INT8*, Eqs. 9–12) or the float
-// comparison of dequantised losses (the paper's INT8), both computed so that their agreement
-// can be logged. Used by the int8 engine and by `zotrain bench`, so both time the same step.
-// Floating point appears only in the float sign (train/int8_float.hpp); the trainer stays
-// integer-only.
+// Int8 training steps through the ZO estimator seam (train/zo_estimator.hpp), used by the int8
+// engine and by `zotrain bench`, so both time the same step. Two executors:
+//   int8_step            ElasticZO-INT8: perturbs θ_{1..C} of an Int8Trainer by the sparse
+//                        uniform int8 z, probes with its forward passes, and estimates g as a
+//                        sign — the integer-only one (INT8*, Eqs. 9–12) or the float comparison
+//                        of dequantised losses (the paper's INT8), both computed so that their
+//                        agreement can be logged.
+//   int8_layerwise_step  Poor Man's Training on int8 (docs/design.md §6.1).
+// Floating point appears only in the losses and the update coefficients computed here
+// (train/int8_float.hpp); the trainer stays integer-only.
 #pragma once
 
 #include <cstdint>
