@@ -187,7 +187,7 @@ const std::vector<Key>& schema() {
        "it back for the - pass and the update instead of regenerating it: the same bits, the "
        "Gaussian computed once per step instead of three times"},
       {"zo.node_perturbation", Type::kBool, ZT_FIELD(zo.node_perturbation), {}, {},
-       "layerwise (FP32): estimate a fully connected ZO layer with fewer outputs than weights "
+       "layerwise: estimate a fully connected ZO layer with fewer outputs than weights "
        "by perturbing its outputs, per sample, instead of its weights (Poor Man's Training's "
        "node perturbation; q passes from the next layer on, no extra memory beyond the layer's "
        "input and output of the batch)"},
@@ -759,12 +759,11 @@ void validate_combination(const ExperimentConfig& cfg, const std::string& origin
                 ", model.precision " + (int8 ? "int8" : "fp32"));
   }
   if (cfg.zo.node_perturbation &&
-      (int8 || cfg.zo.estimator != "layerwise" || cfg.zo.perturbation == "pezo_pool" ||
+      (cfg.zo.estimator != "layerwise" || cfg.zo.perturbation == "pezo_pool" ||
        cfg.zo.perturbation == "pezo_onthefly")) {
     throw Error(origin + ": zo.node_perturbation: true needs zo.estimator layerwise (not '" +
-                cfg.zo.estimator + "'), model.precision fp32 and a per-element source "
-                "(zo.perturbation gaussian, rademacher, uniform or xorshift; not '" +
-                cfg.zo.perturbation + "')");
+                cfg.zo.estimator + "') and a per-element source (zo.perturbation gaussian, "
+                "rademacher, uniform or xorshift; not '" + cfg.zo.perturbation + "')");
   }
   if (cfg.zo.pezo_offset != "seeded" && cfg.zo.pezo_offset != "stream") {
     throw Error(origin + ": zo.pezo_offset: '" + cfg.zo.pezo_offset +

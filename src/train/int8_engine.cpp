@@ -38,6 +38,7 @@ class Int8Engine final : public Engine {
     layerwise_ = cfg.zo.estimator == "layerwise";
     o.layerwise = layerwise_;
     if (cfg.zo.perturbation == "xorshift") o.signs = kernels::SignSource::kXorshift;
+    o.node_perturbation = layerwise_ && cfg.zo.node_perturbation;
     trainer_ = std::make_unique<Int8Trainer>(*net_, o);
     estimator_ = make_estimator(cfg.zo.estimator, static_cast<int>(cfg.zo.queries));
     sign_ = cfg.int8.sign;
@@ -163,8 +164,9 @@ class Int8Engine final : public Engine {
 
   // Poor Man's Training's global η: optimizer.lr, or the int8 default (README, "Defaults").
   double lr_base() const {
-    const bool full_zo = c_ == net_->num_parametric();
-    return cfg_.optimizer.lr.value_or(full_zo ? kDefaultInt8PmtLrFullZo : kDefaultInt8PmtLrElastic);
+    if (cfg_.optimizer.lr) return *cfg_.optimizer.lr;
+    if (cfg_.zo.node_perturbation) return kDefaultInt8PmtLrNodes;
+    return c_ == net_->num_parametric() ? kDefaultInt8PmtLrFullZo : kDefaultInt8PmtLrElastic;
   }
 
   EvalResult evaluate(BatchSource& b) override {

@@ -58,6 +58,7 @@ Int8Trainer::Int8Trainer(nn::Int8Net& net, const Int8TrainerOptions& options)
   plus_logits_ = plan_.plus_logits();
   perturb_ = kernels::select_perturb_s8(opt_.isa);
   zo_update_ = kernels::select_zo_update_s8(opt_.isa);
+  init_nodes();
 }
 
 const std::int8_t* Int8Trainer::act(int i) const {
@@ -78,11 +79,11 @@ const std::int8_t* Int8Trainer::input_rows(int i, std::size_t r0, std::size_t nr
   return y;
 }
 
-void Int8Trainer::forward(int n) {
+void Int8Trainer::forward(int n, int from) {
   std::int32_t* acc = plan_.acc();
   void* scratch = plan_.scratch();
-  int ex = input_exp_;
-  for (int i = 0; i < net_.size(); ++i) {
+  int ex = from == 0 ? input_exp_ : last_exp_;  // from > 0: act(from − 1) with exponent last_exp_
+  for (int i = from; i < net_.size(); ++i) {
     if (i == plan_.tail) {
       ex = forward_tail(n, ex);
       i += 2;
@@ -91,8 +92,11 @@ void Int8Trainer::forward(int n) {
     if (plan_.relu_on_read[static_cast<std::size_t>(i)]) continue;  // formed when read
     if (plan_.chunk_rows[static_cast<std::size_t>(i)] > 0)
       ex = forward_points_streamed(i, n, ex);
-    else
+    else {
+      const int in_ex = ex;
       ex = net_.forward(i, n, act(i - 1), ex, act(i), acc, scratch);
+      if (capture_) capture_node(i, n, in_ex, ex);
+    }
   }
   last_exp_ = ex;
 }
@@ -377,7 +381,9 @@ void Int8Trainer::perturb(std::uint64_t step_seed, int query, int k, const Int8H
 
 void Int8Trainer::probe(bool plus) {
   Timed t(ns_, Phase::kForward);
+  capture_ = !plus && opt_.node_perturbation;
   forward(n_);
+  capture_ = false;
   if (plus) {
     std::memcpy(plus_logits_, last_logits(),
                 static_cast<std::size_t>(n_) * static_cast<std::size_t>(net_.num_classes()));
@@ -418,6 +424,110 @@ void Int8Trainer::update_block(int b, std::uint64_t step_seed, const std::int32_
   for (int q = 0; q < queries; ++q) keys[q] = seeds::int8_perturbation(step_seed, q);
   kernels::update_signs_s8(opt_.signs, net_.weights() + l.weight_offset, l.weight_count,
                            static_cast<std::uint32_t>(l.weight_offset), keys, coef, queries, frac,
+                           seeds::int8_update_rounding(step_seed));
+}
+
+// Node perturbation: a Linear block outside the streamed per-point stack, so that a pass can
+// restart from its output buffer (LeNet-5: fc1, fc2, fc3; PointNet: the head after the pool).
+void Int8Trainer::init_nodes() {
+  if (!opt_.node_perturbation) return;
+  ZT_CHECK(opt_.layerwise);
+  const auto B = static_cast<std::size_t>(opt_.batch_size);
+  std::size_t widest = 0;
+  nodes_.resize(static_cast<std::size_t>(opt_.partition));
+  for (int b = 0; b < opt_.partition; ++b) {
+    const int li = net_.parametric_layer(b);
+    const nn::Int8Layer& l = net_.layer(li);
+    const bool streamed = li <= plan_.tail + 2 || plan_.chunk_rows[static_cast<std::size_t>(li)] > 0;
+    if (l.op != nn::LayerOp::kLinear || l.norm || li == 0 || streamed) continue;
+    NodeBlock& nb = nodes_[static_cast<std::size_t>(b)];
+    nb.layer = li;
+    nb.in = l.in.numel();
+    nb.out = l.out.numel();
+    nb.relu_after = li + 1 < net_.size() && net_.layer(li + 1).op == nn::LayerOp::kRelu;
+    nb.input.resize(B * nb.in);
+    nb.clean.resize(B * nb.out);
+    widest = std::max(widest, nb.out);
+  }
+  node_grad_.resize(B * widest);
+}
+
+std::size_t Int8Trainer::node_bytes() const {
+  std::size_t bytes = node_grad_.size() * sizeof(std::int32_t);
+  for (const NodeBlock& nb : nodes_) bytes += nb.input.size() + nb.clean.size();
+  return bytes;
+}
+
+void Int8Trainer::capture_node(int i, int n, int in_exp, int out_exp) {
+  for (NodeBlock& nb : nodes_) {
+    if (nb.layer != i) continue;
+    const auto rows = static_cast<std::size_t>(n);
+    std::memcpy(nb.input.data(), act(i - 1), rows * nb.in);
+    std::memcpy(nb.clean.data(), act(i), rows * nb.out);
+    nb.in_exp = in_exp;
+    nb.out_exp = out_exp;
+  }
+}
+
+std::size_t Int8Trainer::block_nodes(int b) const {
+  return b < static_cast<int>(nodes_.size()) && nodes_[static_cast<std::size_t>(b)].layer >= 0
+             ? nodes_[static_cast<std::size_t>(b)].out
+             : 0;
+}
+
+const std::int8_t* Int8Trainer::node_clean(int b) const {
+  ZT_CHECK(block_nodes(b) > 0);
+  return nodes_[static_cast<std::size_t>(b)].clean.data();
+}
+
+const std::int8_t* Int8Trainer::node_input(int b) const {
+  ZT_CHECK(block_nodes(b) > 0);
+  return nodes_[static_cast<std::size_t>(b)].input.data();
+}
+
+int Int8Trainer::node_scale_exp(int b) const {
+  ZT_CHECK(block_nodes(b) > 0);
+  const NodeBlock& nb = nodes_[static_cast<std::size_t>(b)];
+  return nb.in_exp - nb.out_exp - net_.layer(nb.layer).exponent;
+}
+
+bool Int8Trainer::node_relu_after(int b) const {
+  ZT_CHECK(block_nodes(b) > 0);
+  return nodes_[static_cast<std::size_t>(b)].relu_after;
+}
+
+void Int8Trainer::node_directions(std::uint64_t step_seed, int b, int query,
+                                  std::int8_t* xi) const {
+  kernels::signs_s8(opt_.signs, seeds::int8_node_perturbation(step_seed, b, query), 0,
+                    static_cast<std::size_t>(n_) * block_nodes(b), xi);
+}
+
+void Int8Trainer::probe_nodes(int b, std::uint64_t step_seed, int query) {
+  ZT_CHECK(block_nodes(b) > 0);
+  const NodeBlock& nb = nodes_[static_cast<std::size_t>(b)];
+  {
+    Timed t(ns_, Phase::kZoPerturb);
+    const std::size_t count = static_cast<std::size_t>(n_) * nb.out;
+    std::int8_t* y = act(nb.layer);
+    node_directions(step_seed, b, query, y);  // ξ, then ȳ + ξ in place
+    for (std::size_t k = 0; k < count; ++k) {
+      const std::int8_t c = nb.clean[k];
+      y[k] = nb.relu_after && c <= 0 ? c : kernels::clamp_s8(std::int64_t{c} + y[k]);
+    }
+  }
+  Timed t(ns_, Phase::kForward);
+  last_exp_ = nb.out_exp;
+  forward(n_, nb.layer + 1);
+}
+
+void Int8Trainer::update_nodes(int b, int frac, std::uint64_t step_seed) {
+  ZT_CHECK(block_nodes(b) > 0);
+  Timed t(ns_, Phase::kZoUpdate);
+  const NodeBlock& nb = nodes_[static_cast<std::size_t>(b)];
+  const nn::Int8Layer& l = net_.layer(nb.layer);
+  kernels::update_nodes_s8(net_.weights() + l.weight_offset, nb.out, nb.in, node_grad_.data(),
+                           nb.input.data(), static_cast<std::size_t>(n_), frac,
+                           static_cast<std::uint32_t>(l.weight_offset),
                            seeds::int8_update_rounding(step_seed));
 }
 

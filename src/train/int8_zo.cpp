@@ -4,6 +4,7 @@
 #include <array>
 #include <climits>
 #include <cmath>
+#include <vector>
 
 #include "zotrain/core/error.hpp"
 #include "zotrain/train/int8_float.hpp"
@@ -58,8 +59,17 @@ class Int8ZoStep final : public ZoExecutor {
 class Int8LayerwiseStep final : public ZoExecutor {
  public:
   Int8LayerwiseStep(Int8Trainer& t, const std::uint8_t* labels, int n, int classes,
-                    std::uint64_t step_seed, double lr)
-      : t_(t), labels_(labels), n_(n), classes_(classes), seed_(step_seed), lr_(lr) {}
+                    std::uint64_t step_seed, double lr, int queries)
+      : t_(t), labels_(labels), n_(n), classes_(classes), seed_(step_seed), lr_(lr),
+        queries_(queries) {
+    bool nodes = false;
+    for (int b = 0; b < t_.zo_blocks(); ++b) nodes = nodes || t_.block_nodes(b) > 0;
+    if (nodes) {
+      const auto n_sz = static_cast<std::size_t>(n);
+      clean_.resize(n_sz);
+      node_dl_.resize(static_cast<std::size_t>(t_.zo_blocks() * queries) * n_sz);
+    }
+  }
 
   void perturb(int query, int k) override {
     ZT_CHECK(block_ >= 0 && (k == 1 || k == -1));
@@ -74,6 +84,7 @@ class Int8LayerwiseStep final : public ZoExecutor {
     if (side == ProbeSide::kMinus) {
       result_.loss = int8_loss_sum(t_.logits_minus(), labels_, n_, classes_) / n_;
       result_.correct = int8_correct(t_.logits_minus(), labels_, n_, classes_);
+      sample_losses(clean_.data());
     }
   }
   double estimate(int, int span) override {
@@ -95,6 +106,53 @@ class Int8LayerwiseStep final : public ZoExecutor {
   std::size_t block_size(int b) const override { return t_.block_weights(b); }
   void select_block(int b) override { block_ = b; }
   bool clean_pass_last() const override { return t_.segment_start() < t_.layers(); }
+
+  // Node perturbation (docs/design.md §6.1): the node gradient of block b's outputs in ȳ units,
+  // ĝ_n = (1/(n q)) Σ_i (ℓ_{i,n} − ℓ_n) ξ_{i,n} (μ = 1), mapped to its weights by the chain
+  // rule ∂ȳ/∂W̄ = 2^{e_x − e_y − e_W} x̄ and scaled by η / s_W² and the estimator's s, goes to
+  // the integer kernel as G = ĝ · c in fixed point.
+  std::size_t block_nodes(int b) const override { return t_.block_nodes(b); }
+  double active_nodes(int b) const override {
+    const std::size_t count = static_cast<std::size_t>(n_) * t_.block_nodes(b);
+    const std::int8_t* y = t_.node_clean(b);
+    if (!t_.node_relu_after(b)) return static_cast<double>(t_.block_nodes(b));
+    return static_cast<double>(std::count_if(y, y + count, [](std::int8_t v) { return v > 0; })) /
+           n_;
+  }
+  int samples() const override { return n_; }
+  void probe_nodes(int b, int query) override {
+    t_.probe_nodes(b, seed_, query);
+    sample_losses(&node_dl_[(static_cast<std::size_t>(b * queries_ + query)) *
+                            static_cast<std::size_t>(n_)]);
+    for (int s = 0; s < n_; ++s)
+      node_dl_[static_cast<std::size_t>((b * queries_ + query) * n_ + s)] -=
+          clean_[static_cast<std::size_t>(s)];
+  }
+  void update_nodes(int b, int queries, double scale) override {
+    const std::size_t M = t_.block_nodes(b), count = static_cast<std::size_t>(n_) * M;
+    const std::int8_t* y = t_.node_clean(b);
+    const bool relu = t_.node_relu_after(b);
+    std::vector<double> g(count, 0.0);
+    std::vector<std::int8_t> xi(count);
+    for (int i = 0; i < queries; ++i) {
+      t_.node_directions(seed_, b, i, xi.data());
+      const double* dl = &node_dl_[static_cast<std::size_t>((b * queries_ + i) * n_)];
+      for (std::size_t k = 0; k < count; ++k)
+        if (!relu || y[k] > 0) g[k] += dl[k / M] * xi[k];
+    }
+    const double c = std::ldexp(lr_ * scale / (static_cast<double>(n_) * queries),
+                                t_.node_scale_exp(b));
+    double largest = 0;
+    for (double& v : g) largest = std::max(largest, std::abs(v *= c));
+    if (largest == 0) return;
+    // As many fractional bits as keep Σ_n G x̄ (|x̄| ≤ 127) inside int32, at most 30.
+    const int frac = std::clamp(
+        static_cast<int>(std::floor(std::log2(double{INT32_MAX} / (127.0 * n_ * largest)))), 0, 30);
+    std::int32_t* G = t_.node_grad();
+    for (std::size_t k = 0; k < count; ++k)
+      G[k] = static_cast<std::int32_t>(std::llround(std::ldexp(g[k], frac)));
+    t_.update_nodes(b, frac, seed_);
+  }
   const Int8StepResult& result() const { return result_; }
 
  private:
@@ -103,21 +161,37 @@ class Int8LayerwiseStep final : public ZoExecutor {
   const std::uint8_t* labels_;
   int n_, classes_;
   std::uint64_t seed_;
+  // Each sample's loss of the last pass into out[n].
+  void sample_losses(double* out) const {
+    if (clean_.empty()) return;
+    const Int8Logits lg = t_.logits_minus();
+    for (int s = 0; s < n_; ++s)
+      out[s] = int8_loss_sum({lg.values + static_cast<std::ptrdiff_t>(s) * classes_, lg.exponent},
+                             labels_ + s, 1, classes_);
+  }
+
   double lr_;
+  int queries_;
   int block_ = -1;
   Int8StepResult result_;
+  std::vector<double> clean_;    // node perturbation: the clean pass's per-sample losses
+  std::vector<double> node_dl_;  // ℓ_{i,n} − ℓ_n per block, query and sample
 };
 
 }  // namespace
 
-Int8StepResult int8_layerwise_step(Int8Trainer& trainer, const ZoEstimator& estimator,
-                                   const std::int8_t* x, int exponent, int n,
-                                   const std::uint8_t* labels, int classes,
-                                   std::uint64_t step_seed, const Int8Hyper& h, double lr) {
+namespace {
+
+// begin, the estimator's step over the executor that `make` builds (C = 0: one clean pass), then
+// the backprop part.
+template <class Make>
+Int8StepResult run_step(Int8Trainer& trainer, const ZoEstimator& estimator, const std::int8_t* x,
+                        int exponent, int n, const std::uint8_t* labels, std::uint64_t step_seed,
+                        const Int8Hyper& h, Make make) {
   trainer.begin(x, exponent, n);
   Int8StepResult r;
   if (trainer.zo_weights() > 0) {
-    Int8LayerwiseStep ex(trainer, labels, n, classes, step_seed, lr);
+    auto ex = make();
     std::array<double, kMaxQueries> g{};
     estimator.step(ex, g);
     r = ex.result();
@@ -128,23 +202,25 @@ Int8StepResult int8_layerwise_step(Int8Trainer& trainer, const ZoEstimator& esti
   return r;
 }
 
+}  // namespace
+
+Int8StepResult int8_layerwise_step(Int8Trainer& trainer, const ZoEstimator& estimator,
+                                   const std::int8_t* x, int exponent, int n,
+                                   const std::uint8_t* labels, int classes,
+                                   std::uint64_t step_seed, const Int8Hyper& h, double lr) {
+  return run_step(trainer, estimator, x, exponent, n, labels, step_seed, h, [&] {
+    return Int8LayerwiseStep(trainer, labels, n, classes, step_seed, lr, estimator.queries());
+  });
+}
+
 Int8StepResult int8_step(Int8Trainer& trainer, const ZoEstimator& estimator,
                          const std::int8_t* x, int exponent, int n, const std::uint8_t* labels,
                          int classes, std::uint64_t step_seed, const Int8Hyper& h,
                          Int8Sign sign) {
   ZT_CHECK_MSG(estimator.queries() == 1, "int8 training takes one query per step");
-  trainer.begin(x, exponent, n);
-  Int8StepResult r;
-  if (trainer.zo_weights() > 0) {
-    Int8ZoStep ex(trainer, labels, n, classes, step_seed, h, sign);
-    std::array<double, 1> g{};
-    estimator.step(ex, g);
-    r = ex.result();
-  } else {
-    trainer.probe(false);
-  }
-  trainer.backprop(labels, step_seed, h);
-  return r;
+  return run_step(trainer, estimator, x, exponent, n, labels, step_seed, h, [&] {
+    return Int8ZoStep(trainer, labels, n, classes, step_seed, h, sign);
+  });
 }
 
 }  // namespace zt::train

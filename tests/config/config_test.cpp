@@ -386,8 +386,11 @@ TEST(ConfigTest, PmtOnInt8StepsByALearningRateWithRademacherProbes) {
                      {"zo.queries", "int8", "layerwise"});
 }
 
-TEST(ConfigTest, NodePerturbationNeedsLayerwiseFp32AndAPerElementSource) {
+TEST(ConfigTest, NodePerturbationNeedsLayerwiseAndAPerElementSource) {
   EXPECT_FALSE(parse_config("{}", "t", {"zo.preset=pmt"}).zo.node_perturbation);
+  EXPECT_TRUE(parse_config(R"({"model": {"precision": "int8"}})", "t",
+                           {"zo.preset=pmt", "zo.node_perturbation=true"})
+                  .zo.node_perturbation);
   EXPECT_TRUE(parse_config("{}", "t", {"zo.preset=pmt", "zo.node_perturbation=true"})
                   .zo.node_perturbation);
   test::expect_error([] { parse_config("{}", "t", {"zo.node_perturbation=true"}); },

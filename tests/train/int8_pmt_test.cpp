@@ -1,7 +1,8 @@
 // Poor Man's Training on int8 (zo.estimator layerwise, src/train/int8_zo.cpp): its probes leave
 // the weights exactly as they were, its update of each layer is the global η divided by that
-// layer's s² = 2^{2e} (quantisation-aware scaling), and the step lowers the loss of a batch it
-// keeps seeing.
+// layer's s² = 2^{2e} (quantisation-aware scaling), node perturbation steps a fully connected
+// layer along the gradient of the dequantised loss with the right size, the weights do not
+// depend on the thread count, and the step lowers the loss of a batch it keeps seeing.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -36,7 +37,7 @@ struct Rig {
   std::vector<std::uint8_t> labels;
 };
 
-Rig make(int partition) {
+Rig make(int partition, bool nodes = false) {
   Rig s;
   auto fp32 = nn::make_lenet5(kernels::Isa::kReference);
   s.net = nn::make_int8_net(*fp32, kernels::best_isa());
@@ -45,6 +46,7 @@ Rig make(int partition) {
   o.partition = partition;
   o.batch_size = kBatch;
   o.layerwise = true;
+  o.node_perturbation = nodes;
 #ifdef ZT_OPENMP
   o.threads = omp_get_max_threads();  // the kernels' scratch is planned per thread
 #endif
@@ -71,15 +73,16 @@ std::vector<std::int8_t> zo_part(const Rig& s) {
 }
 
 TEST(Int8Pmt, ProbesRestoreEveryLayerExactly) {
-  for (int c : {5, 3}) {  // Full ZO and Cls1 (a second clean pass, then backprop)
-    Rig s = make(c);
+  for (int c : {5, 3})  // Full ZO and Cls1 (a second clean pass, then backprop)
+  for (bool nodes : {false, true}) {
+    Rig s = make(c, nodes);
     // Weights at the clamp, where θ + ξ − ξ would not give θ back.
     std::int8_t* w = s.net->weights();
     for (std::size_t i = 0; i < s.trainer->zo_weights(); i += 3) w[i] = (i % 2) != 0 ? 127 : -127;
     const auto before = zo_part(s);
     const auto pmt = make_estimator("layerwise", 3);
     const Int8StepResult r = step(s, *pmt, 77, 0.0);
-    EXPECT_EQ(zo_part(s), before) << "C=" << c;
+    EXPECT_EQ(zo_part(s), before) << "C=" << c << (nodes ? " nodes" : "");
     EXPECT_GT(r.loss, 0.0);
     EXPECT_GE(r.correct, 0);
   }
@@ -167,20 +170,85 @@ TEST(Int8Pmt, UpdateDividesTheLearningRateByEachLayersScaleSquared) {
   }
 }
 
+// Node perturbation of fc3 (no ReLU after it) with many queries: its update must point along
+// and match the size of the step of FP32 SGD on the dequantised loss, −η ∂L/∂W (in W̄ units:
+// −η/s_W² ∂L/∂W̄, ∂L/∂W̄ = Σ_n (p_n − onehot_n) 2^{e_y} ⊗ x̄_n 2^{e_W + e_x − e_y} / n), times the
+// scaling K / (K + d − 1). A wrong exponent in the chain rule is off by a power of two.
+class Fc3Nodes final : public ZoEstimator {
+ public:
+  explicit Fc3Nodes(int q) : q_(q) {}
+  int queries() const override { return q_; }
+  void step(ZoExecutor& ex, std::span<double>) const override {
+    ex.probe(0, ProbeSide::kMinus);
+    for (int i = 0; i < q_; ++i) ex.probe_nodes(4, i);
+    ex.update_nodes(4, q_, 1.0);
+  }
+
+ private:
+  int q_;
+};
+
+TEST(Int8Pmt, NodePerturbationStepsAlongTheGradient) {
+  Rig s = make(5, true);
+  ASSERT_EQ(s.trainer->block_nodes(4), 10u);
+  ASSERT_EQ(s.trainer->block_nodes(0), 0u);  // conv1: weights
+  // The clean logits, fc3's input and its exponents, from a clean pass at the same weights.
+  s.trainer->begin(s.x.data(), kernels::kPixelExponent, kBatch);
+  s.trainer->probe(false);
+  const Int8Logits lg = s.trainer->logits_minus();
+  const std::vector<std::int8_t> logits(lg.values, lg.values + kBatch * 10);
+  const nn::Int8Layer& l = s.net->layer(s.net->parametric_layer(4));
+  const std::size_t K = l.in.numel();
+  const std::vector<std::int8_t> x(s.trainer->node_input(4), s.trainer->node_input(4) + kBatch * K);
+  const int scale_exp = s.trainer->node_scale_exp(4);
+  const auto before = std::vector<std::int8_t>(s.net->weights() + l.weight_offset,
+                                               s.net->weights() + l.weight_offset + l.weight_count);
+  // Analytic: G[n, k] = (p − onehot) · 2^{e_y} per unit of ȳ (softmax of the dequantised logits).
+  std::vector<double> want(l.weight_count, 0.0);
+  for (int n = 0; n < kBatch; ++n) {
+    double m = -1e300, z = 0;
+    std::vector<double> v(10);
+    for (int k = 0; k < 10; ++k) m = std::max(m, v[k] = std::ldexp(logits[n * 10 + k], lg.exponent));
+    for (int k = 0; k < 10; ++k) z += std::exp(v[k] - m);
+    for (int k = 0; k < 10; ++k) {
+      const double g = (std::exp(v[k] - m) / z - (k == s.labels[n] ? 1.0 : 0.0)) *
+                       std::ldexp(1.0, lg.exponent) / kBatch;
+      for (std::size_t j = 0; j < K; ++j) want[k * K + j] += g * x[n * K + j];
+    }
+  }
+  const int q = 64;
+  const double lr = 0.2;  // steps of a few units: far from the ±127 clamp
+  const double K_dirs = kBatch * q, gns = K_dirs / (K_dirs + 10 - 1);
+  for (double& w : want) w *= -lr * gns * std::ldexp(1.0, scale_exp);
+  step(s, Fc3Nodes(q), 4242, lr);
+  double dot = 0, nw = 0, ng = 0;
+  for (std::size_t i = 0; i < l.weight_count; ++i) {
+    const double got = s.net->weights()[l.weight_offset + i] - before[i];
+    dot += got * want[i];
+    nw += want[i] * want[i];
+    ng += got * got;
+  }
+  ASSERT_GT(nw, 0.0);
+  EXPECT_GT(dot / std::sqrt(nw * ng), 0.95);  // cosine (0.99 measured)
+  EXPECT_NEAR(dot / nw, 1.0, 0.15);           // its size along the wanted step (1.04 measured)
+}
+
 TEST(Int8Pmt, SameWeightsForAnyThreadCount) {
 #ifdef ZT_OPENMP
   const int saved = omp_get_max_threads();
-  std::vector<std::vector<std::int8_t>> weights;
-  for (int threads : {1, 2, 3}) {
-    omp_set_num_threads(threads);
-    Rig s = make(3);
-    const auto pmt = make_estimator("layerwise", 2);
-    for (int i = 0; i < 3; ++i) step(s, *pmt, 900 + static_cast<std::uint64_t>(i), 0.3);
-    weights.emplace_back(s.net->weights(), s.net->weights() + s.net->num_weights());
+  for (bool nodes : {false, true}) {
+    std::vector<std::vector<std::int8_t>> weights;
+    for (int threads : {1, 2, 3}) {
+      omp_set_num_threads(threads);
+      Rig s = make(3, nodes);
+      const auto pmt = make_estimator("layerwise", 2);
+      for (int i = 0; i < 3; ++i) step(s, *pmt, 900 + static_cast<std::uint64_t>(i), 0.3);
+      weights.emplace_back(s.net->weights(), s.net->weights() + s.net->num_weights());
+    }
+    EXPECT_EQ(weights[0], weights[1]) << (nodes ? "nodes" : "weights");
+    EXPECT_EQ(weights[0], weights[2]) << (nodes ? "nodes" : "weights");
   }
   omp_set_num_threads(saved);
-  EXPECT_EQ(weights[0], weights[1]);
-  EXPECT_EQ(weights[0], weights[2]);
 #else
   GTEST_SKIP() << "built without OpenMP";
 #endif

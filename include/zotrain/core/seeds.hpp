@@ -72,6 +72,14 @@ inline std::uint64_t int8_loss_rounding(std::uint64_t step_seed) {
   return mix64(step_seed ^ 0x10551055ULL);
 }
 
+// Poor Man's Training on int8: the node perturbation ξ of block b, query q (element n·M + k:
+// sample n, output k), above the weight perturbations' keys.
+inline std::uint64_t int8_node_perturbation(std::uint64_t step_seed, int block, int query) {
+  return mix64(int8_perturbation(step_seed, 0) ^
+               mix64(0x6e0de0000ULL + (static_cast<std::uint64_t>(block) << 16) +
+                     static_cast<std::uint64_t>(query)));
+}
+
 // Poor Man's Training on int8: the stochastic rounding of a step's layer updates (its ξ of
 // query q is drawn from int8_perturbation(step seed, q) with kRademacherStream).
 inline std::uint64_t int8_update_rounding(std::uint64_t step_seed) {

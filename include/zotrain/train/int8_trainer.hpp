@@ -16,6 +16,13 @@
 //                        (θ_b kept for restore)
 //   restore_block(b)     θ_b as it was before perturb_block, exactly
 //   update_block(b, c)   θ_b −= StoShift(Σ_i c_i ξ_i, frac) (c in fixed point: c_i · 2^frac)
+// and its node perturbation (Int8TrainerOptions::node_perturbation) of a fully connected block
+// b, whose clean pass (probe(false)) keeps the layer's int8 input x̄ and output ȳ:
+//   probe_nodes(b, i)    a pass from the layer after b, its input ȳ + ξ_{i,n} clamped to ±127
+//                        (ξ per sample n from node_signs(b, i); nodes a following ReLU cuts
+//                        off, ȳ ≤ 0, left alone)
+//   update_nodes(b, f)   θ_b −= StoShift(Σ_n G_n ⊗ x̄_n, f) with G = node_grad() [n, M], the
+//                        node gradient in fixed point (f fractional bits) that the caller wrote
 // This header and src/train/int8_trainer.cpp are integer-only (the aarch64 test build compiles
 // them with -mgeneral-regs-only); phase times are kept as integer nanoseconds.
 //
@@ -45,6 +52,7 @@ struct Int8TrainerOptions {
   std::size_t deep_stream_bytes = kDeepStreamBytes;  // deep streaming from here; tests use 0
   bool layerwise = false;  // plan the layer copy of perturb_block (Poor Man's Training)
   kernels::SignSource signs = kernels::SignSource::kRademacher;  // its ξ
+  bool node_perturbation = false;  // with layerwise: keep what probe_nodes needs
 };
 
 // Per-epoch integer hyperparameters (docs/design.md §6; the caller converts p_zero to the
@@ -80,6 +88,17 @@ class Int8Trainer {
   void restore_block(int b);
   void update_block(int b, std::uint64_t step_seed, const std::int32_t* coef, int queries,
                     int frac);
+  std::size_t block_nodes(int b) const;  // outputs per sample of a node-perturbed block, else 0
+  const std::int8_t* node_clean(int b) const;  // its clean output ȳ [n, M]
+  const std::int8_t* node_input(int b) const;  // and input x̄ [n, K]
+  // Its exponents: e_x − e_y − e_W (∂ȳ/∂W̄ = 2^that · x̄).
+  int node_scale_exp(int b) const;
+  bool node_relu_after(int b) const;  // a ReLU follows: nodes with clean ȳ ≤ 0 are left alone
+  // ξ_{i,n} of probe_nodes(b, i) for the current batch, [n, M].
+  void node_directions(std::uint64_t step_seed, int b, int query, std::int8_t* xi) const;
+  void probe_nodes(int b, std::uint64_t step_seed, int query);
+  std::int32_t* node_grad() { return node_grad_.data(); }
+  void update_nodes(int b, int frac, std::uint64_t step_seed);
   Int8Logits logits_plus() const { return {plus_logits_, plus_exp_}; }    // ZO only
   Int8Logits logits_minus() const { return {last_logits(), last_exp_}; }  // the last pass
   // −1, 0, +1 (ZO only): the fixed-point estimate, or Eq. 12 as written.
@@ -95,12 +114,25 @@ class Int8Trainer {
   std::size_t bp_weights() const { return net_.num_weights() - zo_weights_; }
   const Arena& arena() const { return plan_.arena(); }
   bool lean() const { return plan_.tail >= 0; }
-  std::size_t planned_bytes() const { return plan_.arena().planned_bytes() + net_.num_weights(); }
+  std::size_t planned_bytes() const {
+    return plan_.arena().planned_bytes() + net_.num_weights() + node_bytes();
+  }
   // Wall time per phase (telemetry::Phase order) since the last take_phase_ns(), in ns.
   std::array<std::int64_t, telemetry::kNumPhases> take_phase_ns();
 
  private:
-  void forward(int n);  // from input_ through all layers; sets last_exp_
+  // A node-perturbed block: its layer, widths, and the clean pass's input and output.
+  struct NodeBlock {
+    int layer = -1;
+    std::size_t in = 0, out = 0;
+    bool relu_after = false;
+    std::vector<std::int8_t> input, clean;
+    int in_exp = 0, out_exp = 0;
+  };
+  void init_nodes();
+  std::size_t node_bytes() const;
+  void capture_node(int i, int n, int in_exp, int out_exp);  // layer i of a node block
+  void forward(int n, int from = 0);  // layers from..L−1 (from input_ at 0); sets last_exp_
   int forward_tail(int n, int ex);  // lean: layers [tail_, tail_ + 2] into act(tail_ + 2)
   // Lean: PointLinear layer i (plan_.chunk_rows[i] > 0) in two passes over chunks of rows.
   int forward_points_streamed(int i, int n, int ex);
@@ -131,6 +163,9 @@ class Int8Trainer {
   int plus_exp_ = 0, last_exp_ = 0;
   int tail_shift_ = 0;  // lean tail: the last forward's requantisation shift of its product
   std::array<std::int64_t, telemetry::kNumPhases> ns_{};
+  std::vector<NodeBlock> nodes_;  // per block (layer < 0: weights only)
+  std::vector<std::int32_t> node_grad_;
+  bool capture_ = false;  // the pass keeps the node blocks' inputs and outputs
   kernels::PerturbS8Fn perturb_;
   kernels::ZoUpdateS8Fn zo_update_;
 };

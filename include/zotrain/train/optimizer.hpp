@@ -45,6 +45,7 @@ inline constexpr double kDefaultAdamLr = 1e-3;
 // Full ZO, and with a backprop part (the NITI tail learns fast, the ZO layers want less).
 inline constexpr double kDefaultInt8PmtLrFullZo = 1.0;
 inline constexpr double kDefaultInt8PmtLrElastic = 0.3;
+inline constexpr double kDefaultInt8PmtLrNodes = 0.3;  // with zo.node_perturbation, any C
 
 struct LearningRates {
   double zo = 0, bp = 0;

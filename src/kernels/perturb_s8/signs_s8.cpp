@@ -1,9 +1,11 @@
 // Poor Man's Training's ±1 weight perturbation of int8 layers and its stochastically rounded
 // update (kernels/perturb_s8.hpp). Integer arithmetic only.
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "zotrain/core/error.hpp"
 #include "zotrain/core/rng.hpp"
@@ -68,6 +70,30 @@ void update_signs_s8(SignSource src, std::int8_t* theta, std::size_t n, std::uin
     s = s > INT32_MAX ? INT32_MAX : (s < -INT32_MAX ? -INT32_MAX : s);
     const std::uint32_t w = hash32(round_key, first + static_cast<std::uint32_t>(i));
     theta[i] = clamp_s8(std::int64_t{theta[i]} - sto_shift(static_cast<std::int32_t>(s), frac, w));
+  }
+}
+
+void update_nodes_s8(std::int8_t* theta, std::size_t M, std::size_t K, const std::int32_t* G,
+                     const std::int8_t* x, std::size_t n, int frac, std::uint32_t first,
+                     std::uint64_t rounding_seed) {
+  ZT_CHECK(frac >= 0 && frac < 31);
+  const std::uint32_t round_key = hash_key(rounding_seed, 0);
+  std::vector<std::int64_t> row(K);  // Σ_n G[n, k] · x[n, :] of one output k
+  for (std::size_t k = 0; k < M; ++k) {
+    std::fill(row.begin(), row.end(), std::int64_t{0});
+    for (std::size_t r = 0; r < n; ++r) {
+      const std::int64_t g = G[r * M + k];
+      if (g == 0) continue;
+      const std::int8_t* xr = x + r * K;
+      for (std::size_t j = 0; j < K; ++j) row[j] += g * xr[j];
+    }
+    std::int8_t* t = theta + k * K;
+    for (std::size_t j = 0; j < K; ++j) {
+      const std::int64_t s = row[j] > INT32_MAX ? INT32_MAX : (row[j] < -INT32_MAX ? -INT32_MAX : row[j]);
+      const auto at = static_cast<std::uint32_t>(k * K + j);
+      const std::int32_t u = sto_shift(static_cast<std::int32_t>(s), frac, hash32(round_key, first + at));
+      t[j] = clamp_s8(std::int64_t{t[j]} - u);
+    }
   }
 }
 
