@@ -178,7 +178,8 @@ const std::vector<Key>& schema() {
       {"zo.estimator", Type::kString, ZT_FIELD(zo.estimator), {}, {},
        "ZO estimator (the Estimators list of --help); two_sided is the paper's"},
       {"zo.queries", Type::kInt, ZT_FIELD(zo.queries), closed(1, kMaxZoQueries), {},
-       "directions probed per ZO step (q); the update averages their estimates; int8: 1"},
+       "directions probed per ZO step (q); the update averages their estimates; int8: 1, "
+       "except with zo.estimator layerwise"},
       {"zo.batched", Type::kBool, ZT_FIELD(zo.batched), {}, {},
        "P-RGE: run the + and - passes of all queries as one forward over 2q replicas of the "
        "batch, the weights untouched (two_sided, FP32, models without BatchNorm: LeNet-5)"},

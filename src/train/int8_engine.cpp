@@ -130,8 +130,9 @@ class Int8Engine final : public Engine {
                                                  labels_.data(), classes, step_seed, h_, lr_);
     add_phase_times(times);
     const bool clean = s.correct >= 0;
-    r.loss = clean ? s.loss : int8_loss_sum(trainer_->logits_minus(), labels_.data(), n, classes) / n;
-    r.correct = clean ? s.correct : int8_correct(trainer_->logits_minus(), labels_.data(), n, classes);
+    const Int8Logits last = trainer_->logits_minus();
+    r.loss = clean ? s.loss : int8_loss_sum(last, labels_.data(), n, classes) / n;
+    r.correct = clean ? s.correct : int8_correct(last, labels_.data(), n, classes);
     return r;
   }
 
@@ -159,7 +160,8 @@ class Int8Engine final : public Engine {
   void add_phase_times(telemetry::PhaseTimes& times) {
     const auto ns = trainer_->take_phase_ns();
     for (int p = 0; p < telemetry::kNumPhases; ++p)
-      times.add(static_cast<telemetry::Phase>(p), static_cast<double>(ns[static_cast<std::size_t>(p)]) * 1e-9);
+      times.add(static_cast<telemetry::Phase>(p),
+                static_cast<double>(ns[static_cast<std::size_t>(p)]) * 1e-9);
   }
 
   // Poor Man's Training's global η: optimizer.lr, or the int8 default (README, "Defaults").

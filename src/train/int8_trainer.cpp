@@ -404,7 +404,8 @@ void Int8Trainer::perturb_block(int b, std::uint64_t step_seed, int query) {
   std::int8_t* w = net_.weights() + l.weight_offset;
   std::int8_t* saved = plan_.layer_backup();
   std::memcpy(saved, w, l.weight_count);
-  kernels::perturb_signs_s8(opt_.signs, saved, w, l.weight_count, static_cast<std::uint32_t>(l.weight_offset),
+  kernels::perturb_signs_s8(opt_.signs, saved, w, l.weight_count,
+                            static_cast<std::uint32_t>(l.weight_offset),
                             seeds::int8_perturbation(step_seed, query));
 }
 
@@ -438,7 +439,8 @@ void Int8Trainer::init_nodes() {
   for (int b = 0; b < opt_.partition; ++b) {
     const int li = net_.parametric_layer(b);
     const nn::Int8Layer& l = net_.layer(li);
-    const bool streamed = li <= plan_.tail + 2 || plan_.chunk_rows[static_cast<std::size_t>(li)] > 0;
+    const bool streamed = (plan_.tail >= 0 && li <= plan_.tail + 2) ||
+                          plan_.chunk_rows[static_cast<std::size_t>(li)] > 0;
     if (l.op != nn::LayerOp::kLinear || l.norm || li == 0 || streamed) continue;
     NodeBlock& nb = nodes_[static_cast<std::size_t>(b)];
     nb.layer = li;

@@ -109,8 +109,8 @@ class Int8LayerwiseStep final : public ZoExecutor {
 
   // Node perturbation (docs/design.md §6.1): the node gradient of block b's outputs in ȳ units,
   // ĝ_n = (1/(n q)) Σ_i (ℓ_{i,n} − ℓ_n) ξ_{i,n} (μ = 1), mapped to its weights by the chain
-  // rule ∂ȳ/∂W̄ = 2^{e_x − e_y − e_W} x̄ and scaled by η / s_W² and the estimator's s, goes to
-  // the integer kernel as G = ĝ · c in fixed point.
+  // rule ∂ȳ/∂W̄ = 2^{e_W + e_x − e_y} x̄ and scaled by η / s_W² and the estimator's s (together
+  // η s 2^{e_x − e_y − e_W}), goes to the integer kernel as G in fixed point.
   std::size_t block_nodes(int b) const override { return t_.block_nodes(b); }
   double active_nodes(int b) const override {
     const std::size_t count = static_cast<std::size_t>(n_) * t_.block_nodes(b);
@@ -148,20 +148,17 @@ class Int8LayerwiseStep final : public ZoExecutor {
     // As many fractional bits as keep Σ_n G x̄ (|x̄| ≤ 127) inside int32, at most 30.
     const int frac = std::clamp(
         static_cast<int>(std::floor(std::log2(double{INT32_MAX} / (127.0 * n_ * largest)))), 0, 30);
+    const double bound = double{INT32_MAX} / (127.0 * n_);  // reached only when frac is 0
     std::int32_t* G = t_.node_grad();
     for (std::size_t k = 0; k < count; ++k)
-      G[k] = static_cast<std::int32_t>(std::llround(std::ldexp(g[k], frac)));
+      G[k] = static_cast<std::int32_t>(
+          std::llround(std::clamp(std::ldexp(g[k], frac), -bound, bound)));
     t_.update_nodes(b, frac, seed_);
   }
   const Int8StepResult& result() const { return result_; }
 
  private:
-  static constexpr int kFrac = 16;  // fractional bits of the update coefficients
-  Int8Trainer& t_;
-  const std::uint8_t* labels_;
-  int n_, classes_;
-  std::uint64_t seed_;
-  // Each sample's loss of the last pass into out[n].
+  // Each sample's loss of the last pass into out[n] (node perturbation only).
   void sample_losses(double* out) const {
     if (clean_.empty()) return;
     const Int8Logits lg = t_.logits_minus();
@@ -170,6 +167,11 @@ class Int8LayerwiseStep final : public ZoExecutor {
                              labels_ + s, 1, classes_);
   }
 
+  static constexpr int kFrac = 16;  // fractional bits of the weight-perturbation coefficients
+  Int8Trainer& t_;
+  const std::uint8_t* labels_;
+  int n_, classes_;
+  std::uint64_t seed_;
   double lr_;
   int queries_;
   int block_ = -1;

@@ -58,7 +58,8 @@ TEST_P(SignsS8, UpdateIsTheWeightedSumOfDirections) {
   // Whole coefficients (2, −1, 3 steps): exact, clamped to ±127.
   const std::int32_t whole[3] = {2 << frac, -(1 << frac), 3 << frac};
   std::vector<std::int8_t> theta(n);
-  for (std::size_t i = 0; i < n; ++i) theta[i] = static_cast<std::int8_t>(static_cast<int>(i % 255) - 127);
+  for (std::size_t i = 0; i < n; ++i)
+    theta[i] = static_cast<std::int8_t>(static_cast<int>(i % 255) - 127);
   const std::vector<std::int8_t> before = theta;
   update_signs_s8(GetParam(), theta.data(), n, 1000, seeds, whole, 3, frac, 99);
   for (std::size_t i = 0; i < n; ++i) {

@@ -37,20 +37,24 @@ struct Rig {
   std::vector<std::uint8_t> labels;
 };
 
-Rig make(int partition, bool nodes = false) {
-  Rig s;
-  auto fp32 = nn::make_lenet5(kernels::Isa::kReference);
-  s.net = nn::make_int8_net(*fp32, kernels::best_isa());
-  nn::init_niti(*s.net, 5);
+Int8TrainerOptions pmt_options(int partition, int batch, bool nodes) {
   Int8TrainerOptions o;
   o.partition = partition;
-  o.batch_size = kBatch;
+  o.batch_size = batch;
   o.layerwise = true;
   o.node_perturbation = nodes;
 #ifdef ZT_OPENMP
   o.threads = omp_get_max_threads();  // the kernels' scratch is planned per thread
 #endif
-  s.trainer = std::make_unique<Int8Trainer>(*s.net, o);
+  return o;
+}
+
+Rig make(int partition, bool nodes = false) {
+  Rig s;
+  auto fp32 = nn::make_lenet5(kernels::Isa::kReference);
+  s.net = nn::make_int8_net(*fp32, kernels::best_isa());
+  nn::init_niti(*s.net, 5);
+  s.trainer = std::make_unique<Int8Trainer>(*s.net, pmt_options(partition, kBatch, nodes));
   SplitMix64 rng(17);
   std::vector<std::uint8_t> pixels(kBatch * 28 * 28);
   for (auto& p : pixels) p = static_cast<std::uint8_t>(rng.below(3) == 0 ? rng.below(256) : 0);
@@ -88,21 +92,15 @@ TEST(Int8Pmt, ProbesRestoreEveryLayerExactly) {
   }
 }
 
-// PointNet (integer BatchNorm, the lean tail in the ZO part at C = 6): the same exact restore,
-// and a step at η > 0 moves every ZO layer.
+// PointNet (integer BatchNorm, the lean tail in the ZO part at C = 6, the head layer after the
+// pool node-perturbed): the same exact restore, and a step at η > 0 moves every ZO layer.
 TEST(Int8Pmt, PointNetRestoresAndStepsEveryZoLayer) {
   constexpr int kPoints = 64, kB = 4, kC = 6;
   auto fp32 = nn::make_pointnet(kPoints, kernels::Isa::kReference);
   auto net = nn::make_int8_net(*fp32, kernels::best_isa(), true);
   nn::init_niti(*net, 5);
-  Int8TrainerOptions o;
-  o.partition = kC;
-  o.batch_size = kB;
-  o.layerwise = true;
-#ifdef ZT_OPENMP
-  o.threads = omp_get_max_threads();
-#endif
-  Int8Trainer t(*net, o);
+  Int8Trainer t(*net, pmt_options(kC, kB, true));  // its head by node perturbation
+  ASSERT_GT(t.block_nodes(kC - 1), 0u);
   ASSERT_TRUE(t.lean());
   SplitMix64 rng(9);
   std::vector<std::int8_t> x(static_cast<std::size_t>(kB) * kPoints * 3);
@@ -119,9 +117,8 @@ TEST(Int8Pmt, PointNetRestoresAndStepsEveryZoLayer) {
   for (int b = 0; b < t.zo_blocks(); ++b) {
     const nn::Int8Layer& l = net->layer(net->parametric_layer(b));
     const auto* w = net->weights() + l.weight_offset;
-    EXPECT_FALSE(std::equal(w, w + l.weight_count, before.begin() +
-                                                        static_cast<std::ptrdiff_t>(l.weight_offset)))
-        << l.name;
+    const auto from = before.begin() + static_cast<std::ptrdiff_t>(l.weight_offset);
+    EXPECT_FALSE(std::equal(w, w + l.weight_count, from)) << l.name;
   }
 }
 
@@ -208,7 +205,8 @@ TEST(Int8Pmt, NodePerturbationStepsAlongTheGradient) {
   for (int n = 0; n < kBatch; ++n) {
     double m = -1e300, z = 0;
     std::vector<double> v(10);
-    for (int k = 0; k < 10; ++k) m = std::max(m, v[k] = std::ldexp(logits[n * 10 + k], lg.exponent));
+    for (int k = 0; k < 10; ++k)
+      m = std::max(m, v[k] = std::ldexp(logits[n * 10 + k], lg.exponent));
     for (int k = 0; k < 10; ++k) z += std::exp(v[k] - m);
     for (int k = 0; k < 10; ++k) {
       const double g = (std::exp(v[k] - m) / z - (k == s.labels[n] ? 1.0 : 0.0)) *

@@ -52,7 +52,7 @@ struct ZoConfig {
   double grad_clip = 2.0;              // chosen by a sweep (README, "Defaults")
   std::string preset = "mezo";         // zo_presets(): fills the keys below not given
   std::string estimator = "two_sided";  // a name of train/zo_estimator.hpp's registry
-  std::int64_t queries = 1;            // q directions per step (int8: 1)
+  std::int64_t queries = 1;            // q directions per step (int8: 1, except layerwise)
   bool batched = false;                // P-RGE: all 2q probes as one forward (FP32, no BatchNorm)
   bool cache_direction = false;        // FP32: draw z once per step into a buffer (same bits)
   bool node_perturbation = false;      // layerwise: PMT's node perturbation where it has fewer dims

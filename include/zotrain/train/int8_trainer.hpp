@@ -82,7 +82,9 @@ class Int8Trainer {
   void zo_update(std::uint64_t step_seed, int query, int g, const Int8Hyper& h);
   void backprop(const std::uint8_t* labels, std::uint64_t step_seed, const Int8Hyper& h);
   int zo_blocks() const { return opt_.partition; }
-  std::size_t block_weights(int b) const { return net_.layer(net_.parametric_layer(b)).weight_count; }
+  std::size_t block_weights(int b) const {
+    return net_.layer(net_.parametric_layer(b)).weight_count;
+  }
   int block_exponent(int b) const { return net_.layer(net_.parametric_layer(b)).exponent; }
   void perturb_block(int b, std::uint64_t step_seed, int query);
   void restore_block(int b);

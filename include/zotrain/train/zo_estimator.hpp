@@ -3,12 +3,14 @@
 //
 // The executor owns θ_{1..C}, the perturbation source and the forward passes:
 //   perturb(i, k)   θ_{1..C} += k · z_i, z_i regenerated from the step seed and query i
-//                   (FP32: ε-scaled Gaussian; int8: sparse uniform integers), k ∈ {+1, −1, −2, …}
+//                   (FP32: ε-scaled Gaussian or another source; int8: sparse uniform integers,
+//                   or ±1 of one layer restored from its copy in Poor Man's Training's int8
+//                   executor), k ∈ {+1, −1, −2, …}
 //   probe(i, side)  a forward pass at the current θ, keeping what estimate(i) needs; the backprop
 //                   part takes its activations from the last kMinus probe
 //   estimate(i, s)  the projected gradient g_i of query i from its last kPlus and kMinus probes,
 //                   taken s·ε apart (FP32: the clipped finite difference / (s·ε); int8: the
-//                   sign, float or integer-only)
+//                   sign, float or integer-only; int8 layer-wise: the loss difference, μ = 1)
 //   update(g, r)    the update θ_{1..C} −= η · (1/q) Σ_i g_i z_i, with r · z_{q−1} merged into it
 //                   (the restore of the last query, as ElasticZO merges restore and update)
 //   probe_all(q)    P-RGE's batched probes, when the run asks for them (zo.batched): the + and

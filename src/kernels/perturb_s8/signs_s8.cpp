@@ -66,8 +66,9 @@ void update_signs_s8(SignSource src, std::int8_t* theta, std::size_t n, std::uin
   const std::uint32_t round_key = hash_key(rounding_seed, 0);
   for (std::size_t i = 0; i < n; ++i) {
     std::int64_t s = 0;
-    for (int q = 0; q < queries; ++q) s += std::int64_t{coef[q]} * xi[static_cast<std::size_t>(q)].next();
-    s = s > INT32_MAX ? INT32_MAX : (s < -INT32_MAX ? -INT32_MAX : s);
+    for (int q = 0; q < queries; ++q)
+      s += std::int64_t{coef[q]} * xi[static_cast<std::size_t>(q)].next();
+    s = std::clamp<std::int64_t>(s, -INT32_MAX, INT32_MAX);
     const std::uint32_t w = hash32(round_key, first + static_cast<std::uint32_t>(i));
     theta[i] = clamp_s8(std::int64_t{theta[i]} - sto_shift(static_cast<std::int32_t>(s), frac, w));
   }
@@ -89,9 +90,10 @@ void update_nodes_s8(std::int8_t* theta, std::size_t M, std::size_t K, const std
     }
     std::int8_t* t = theta + k * K;
     for (std::size_t j = 0; j < K; ++j) {
-      const std::int64_t s = row[j] > INT32_MAX ? INT32_MAX : (row[j] < -INT32_MAX ? -INT32_MAX : row[j]);
+      const std::int64_t s = std::clamp<std::int64_t>(row[j], -INT32_MAX, INT32_MAX);
       const auto at = static_cast<std::uint32_t>(k * K + j);
-      const std::int32_t u = sto_shift(static_cast<std::int32_t>(s), frac, hash32(round_key, first + at));
+      const std::int32_t u =
+          sto_shift(static_cast<std::int32_t>(s), frac, hash32(round_key, first + at));
       t[j] = clamp_s8(std::int64_t{t[j]} - u);
     }
   }
