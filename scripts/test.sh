@@ -77,8 +77,8 @@ if [[ "${sanitize}" -eq 1 ]]; then
   # budget (the README commands and the sweep script, 2-3 min each in Release, and the
   # reproduce scripts' smoke run, over 10 min under ASan on a loaded 2-core machine; PointNet
   # stop-and-resume and the partition sweep, 1-1.5 min each; the int8 lean-tail and small-N
-  # lean-plan comparisons, the int8 one-epoch runs and int8 Poor Man's Training's 80 steps that
-  # must lower a batch's loss, 1-2.5 min each under ASan); the two peak-RSS
+  # lean-plan comparisons, the int8 one-epoch runs and int8 Poor Man's Training's 80 steps
+  # that must lower a batch's loss, 1-2.5 min each under ASan); the two peak-RSS
   # tests (memory.*), which measure the process's resident memory and so ASan's shadow memory
   # and quarantine, not zotrain's; package.deb (packaging, not code); and faults.sigkill_resume,
   # whose aimed kills trace the run with strace, under which LeakSanitizer cannot run.
@@ -134,7 +134,7 @@ if [[ "${mode}" != host ]]; then
       # (full_bp stays) and the partition sweep; the FP32 one-epoch runs (their weights'
       # closeness to the host's is fp32.close_to_host.*); node perturbation's step against
       # backprop (the trainer's arithmetic, 1,000 forward passes), int8 Poor Man's Training
-      # lowering a batch's loss (2,800 forward passes, 2 min under qemu); and the peak-RSS printout
+      # lowering a batch's loss (1,400 forward passes, 2 min under qemu); and the peak-RSS printout
       # at N = 1024, which under qemu-user would measure the emulator too. They run on the
       # host, and the FP32 plan comparison that depends on the CPU's rounding
       # (SameWeightsWhenBackpropReachesTheStack) stays.
