@@ -434,7 +434,7 @@ void Int8Trainer::init_nodes() {
   if (!opt_.node_perturbation) return;
   ZT_CHECK(opt_.layerwise);
   const auto B = static_cast<std::size_t>(opt_.batch_size);
-  std::size_t widest = 0;
+  std::size_t widest = 0, widest_in = 0;
   nodes_.resize(static_cast<std::size_t>(opt_.partition));
   for (int b = 0; b < opt_.partition; ++b) {
     const int li = net_.parametric_layer(b);
@@ -450,12 +450,21 @@ void Int8Trainer::init_nodes() {
     nb.input.resize(B * nb.in);
     nb.clean.resize(B * nb.out);
     widest = std::max(widest, nb.out);
+    widest_in = std::max(widest_in, nb.in);
   }
+  ZT_CHECK(opt_.queries >= 1);
   node_grad_.resize(B * widest);
+  node_losses_.resize(B * (1 + static_cast<std::size_t>(opt_.partition) *
+                                   static_cast<std::size_t>(opt_.queries)));
+  node_work_.resize(B * widest);
+  node_xi_.resize(B * widest);
+  node_row_.resize(widest_in);
 }
 
 std::size_t Int8Trainer::node_bytes() const {
-  std::size_t bytes = node_grad_.size() * sizeof(std::int32_t);
+  std::size_t bytes = node_grad_.size() * sizeof(std::int32_t) +
+                      (node_losses_.size() + node_work_.size()) * sizeof(double) +
+                      node_xi_.size() + node_row_.size() * sizeof(std::int64_t);
   for (const NodeBlock& nb : nodes_) bytes += nb.input.size() + nb.clean.size();
   return bytes;
 }
@@ -528,7 +537,7 @@ void Int8Trainer::update_nodes(int b, int frac, std::uint64_t step_seed) {
   const NodeBlock& nb = nodes_[static_cast<std::size_t>(b)];
   const nn::Int8Layer& l = net_.layer(nb.layer);
   kernels::update_nodes_s8(net_.weights() + l.weight_offset, nb.out, nb.in, node_grad_.data(),
-                           nb.input.data(), static_cast<std::size_t>(n_), frac,
+                           nb.input.data(), static_cast<std::size_t>(n_), frac, node_row_.data(),
                            static_cast<std::uint32_t>(l.weight_offset),
                            seeds::int8_update_rounding(step_seed));
 }

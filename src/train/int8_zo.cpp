@@ -4,7 +4,6 @@
 #include <array>
 #include <climits>
 #include <cmath>
-#include <vector>
 
 #include "zotrain/core/error.hpp"
 #include "zotrain/train/int8_float.hpp"
@@ -64,10 +63,10 @@ class Int8LayerwiseStep final : public ZoExecutor {
         queries_(queries) {
     bool nodes = false;
     for (int b = 0; b < t_.zo_blocks(); ++b) nodes = nodes || t_.block_nodes(b) > 0;
-    if (nodes) {
-      const auto n_sz = static_cast<std::size_t>(n);
-      clean_.resize(n_sz);
-      node_dl_.resize(static_cast<std::size_t>(t_.zo_blocks() * queries) * n_sz);
+    if (nodes) {  // the trainer's planned buffers, sized for its options' queries
+      ZT_CHECK(queries <= t_.options().queries);
+      clean_ = t_.node_losses();
+      node_dl_ = clean_ + n;
     }
   }
 
@@ -84,7 +83,7 @@ class Int8LayerwiseStep final : public ZoExecutor {
     if (side == ProbeSide::kMinus) {
       result_.loss = int8_loss_sum(t_.logits_minus(), labels_, n_, classes_) / n_;
       result_.correct = int8_correct(t_.logits_minus(), labels_, n_, classes_);
-      sample_losses(clean_.data());
+      sample_losses(clean_);
     }
   }
   double estimate(int, int span) override {
@@ -132,10 +131,11 @@ class Int8LayerwiseStep final : public ZoExecutor {
     const std::size_t M = t_.block_nodes(b), count = static_cast<std::size_t>(n_) * M;
     const std::int8_t* y = t_.node_clean(b);
     const bool relu = t_.node_relu_after(b);
-    std::vector<double> g(count, 0.0);
-    std::vector<std::int8_t> xi(count);
+    double* g = t_.node_work();
+    std::int8_t* xi = t_.node_xi();
+    std::fill(g, g + count, 0.0);
     for (int i = 0; i < queries; ++i) {
-      t_.node_directions(seed_, b, i, xi.data());
+      t_.node_directions(seed_, b, i, xi);
       const double* dl = &node_dl_[static_cast<std::size_t>((b * queries_ + i) * n_)];
       for (std::size_t k = 0; k < count; ++k)
         if (!relu || y[k] > 0) g[k] += dl[k / M] * xi[k];
@@ -143,7 +143,7 @@ class Int8LayerwiseStep final : public ZoExecutor {
     const double c = std::ldexp(lr_ * scale / (static_cast<double>(n_) * queries),
                                 t_.node_scale_exp(b));
     double largest = 0;
-    for (double& v : g) largest = std::max(largest, std::abs(v *= c));
+    for (std::size_t k = 0; k < count; ++k) largest = std::max(largest, std::abs(g[k] *= c));
     if (largest == 0) return;
     // As many fractional bits as keep Σ_n G x̄ (|x̄| ≤ 127) inside int32, at most 30.
     const int frac = std::clamp(
@@ -160,7 +160,7 @@ class Int8LayerwiseStep final : public ZoExecutor {
  private:
   // Each sample's loss of the last pass into out[n] (node perturbation only).
   void sample_losses(double* out) const {
-    if (clean_.empty()) return;
+    if (clean_ == nullptr) return;
     const Int8Logits lg = t_.logits_minus();
     for (int s = 0; s < n_; ++s)
       out[s] = int8_loss_sum({lg.values + static_cast<std::ptrdiff_t>(s) * classes_, lg.exponent},
@@ -176,8 +176,8 @@ class Int8LayerwiseStep final : public ZoExecutor {
   int queries_;
   int block_ = -1;
   Int8StepResult result_;
-  std::vector<double> clean_;    // node perturbation: the clean pass's per-sample losses
-  std::vector<double> node_dl_;  // ℓ_{i,n} − ℓ_n per block, query and sample
+  double* clean_ = nullptr;    // node perturbation: the clean pass's per-sample losses [n]
+  double* node_dl_ = nullptr;  // ℓ_{i,n} − ℓ_n per block, query and sample
 };
 
 }  // namespace

@@ -37,8 +37,9 @@ struct Rig {
   std::vector<std::uint8_t> labels;
 };
 
-Int8TrainerOptions pmt_options(int partition, int batch, bool nodes) {
+Int8TrainerOptions pmt_options(int partition, int batch, bool nodes, int queries = 1) {
   Int8TrainerOptions o;
+  o.queries = queries;
   o.partition = partition;
   o.batch_size = batch;
   o.layerwise = true;
@@ -49,12 +50,12 @@ Int8TrainerOptions pmt_options(int partition, int batch, bool nodes) {
   return o;
 }
 
-Rig make(int partition, bool nodes = false) {
+Rig make(int partition, bool nodes = false, int queries = 1) {
   Rig s;
   auto fp32 = nn::make_lenet5(kernels::Isa::kReference);
   s.net = nn::make_int8_net(*fp32, kernels::best_isa());
   nn::init_niti(*s.net, 5);
-  s.trainer = std::make_unique<Int8Trainer>(*s.net, pmt_options(partition, kBatch, nodes));
+  s.trainer = std::make_unique<Int8Trainer>(*s.net, pmt_options(partition, kBatch, nodes, queries));
   SplitMix64 rng(17);
   std::vector<std::uint8_t> pixels(kBatch * 28 * 28);
   for (auto& p : pixels) p = static_cast<std::uint8_t>(rng.below(3) == 0 ? rng.below(256) : 0);
@@ -79,7 +80,7 @@ std::vector<std::int8_t> zo_part(const Rig& s) {
 TEST(Int8Pmt, ProbesRestoreEveryLayerExactly) {
   for (int c : {5, 3})  // Full ZO and Cls1 (a second clean pass, then backprop)
   for (bool nodes : {false, true}) {
-    Rig s = make(c, nodes);
+    Rig s = make(c, nodes, 3);
     // Weights at the clamp, where θ + ξ − ξ would not give θ back.
     std::int8_t* w = s.net->weights();
     for (std::size_t i = 0; i < s.trainer->zo_weights(); i += 3) w[i] = (i % 2) != 0 ? 127 : -127;
@@ -99,7 +100,7 @@ TEST(Int8Pmt, PointNetRestoresAndStepsEveryZoLayer) {
   auto fp32 = nn::make_pointnet(kPoints, kernels::Isa::kReference);
   auto net = nn::make_int8_net(*fp32, kernels::best_isa(), true);
   nn::init_niti(*net, 5);
-  Int8Trainer t(*net, pmt_options(kC, kB, true));  // its head by node perturbation
+  Int8Trainer t(*net, pmt_options(kC, kB, true, 2));  // its head by node perturbation
   ASSERT_GT(t.block_nodes(kC - 1), 0u);
   ASSERT_TRUE(t.lean());
   SplitMix64 rng(9);
@@ -186,7 +187,8 @@ class Fc3Nodes final : public ZoEstimator {
 };
 
 TEST(Int8Pmt, NodePerturbationStepsAlongTheGradient) {
-  Rig s = make(5, true);
+  const int q = 64;
+  Rig s = make(5, true, q);
   ASSERT_EQ(s.trainer->block_nodes(4), 10u);
   ASSERT_EQ(s.trainer->block_nodes(0), 0u);  // conv1: weights
   // The clean logits, fc3's input and its exponents, from a clean pass at the same weights.
@@ -214,7 +216,6 @@ TEST(Int8Pmt, NodePerturbationStepsAlongTheGradient) {
       for (std::size_t j = 0; j < K; ++j) want[k * K + j] += g * x[n * K + j];
     }
   }
-  const int q = 64;
   const double lr = 0.2;  // steps of a few units: far from the ±127 clamp
   const double K_dirs = kBatch * q, gns = K_dirs / (K_dirs + 10 - 1);
   for (double& w : want) w *= -lr * gns * std::ldexp(1.0, scale_exp);
@@ -238,7 +239,7 @@ TEST(Int8Pmt, SameWeightsForAnyThreadCount) {
     std::vector<std::vector<std::int8_t>> weights;
     for (int threads : {1, 2, 3}) {
       omp_set_num_threads(threads);
-      Rig s = make(3, nodes);
+      Rig s = make(3, nodes, 2);
       const auto pmt = make_estimator("layerwise", 2);
       for (int i = 0; i < 3; ++i) step(s, *pmt, 900 + static_cast<std::uint64_t>(i), 0.3);
       weights.emplace_back(s.net->weights(), s.net->weights() + s.net->num_weights());

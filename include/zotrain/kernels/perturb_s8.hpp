@@ -73,9 +73,10 @@ void update_signs_s8(SignSource src, std::int8_t* theta, std::size_t n, std::uin
 // G [n, M] (fixed point, frac fractional bits) and the layer's input x [n, K]:
 //   θ[k·K + j] = clamp(θ − StoShift(s, frac, w), ±127), s = Σ_n G[n·M + k] · x[n·K + j]
 //   saturated to int32, w = hash32(hash_key(rounding_seed, 0), first + k·K + j)
+// row: the caller's scratch of K int64 (the sums of one output).
 void update_nodes_s8(std::int8_t* theta, std::size_t M, std::size_t K, const std::int32_t* G,
-                     const std::int8_t* x, std::size_t n, int frac, std::uint32_t first,
-                     std::uint64_t rounding_seed);
+                     const std::int8_t* x, std::size_t n, int frac, std::int64_t* row,
+                     std::uint32_t first, std::uint64_t rounding_seed);
 
 // kNeon and kNeonDot → _neon where built.
 PerturbS8Fn select_perturb_s8(Isa isa);

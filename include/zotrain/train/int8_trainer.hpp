@@ -53,6 +53,7 @@ struct Int8TrainerOptions {
   bool layerwise = false;  // plan the layer copy of perturb_block (Poor Man's Training)
   kernels::SignSource signs = kernels::SignSource::kRademacher;  // its ξ
   bool node_perturbation = false;  // with layerwise: keep what probe_nodes needs
+  int queries = 1;  // with node_perturbation: the most probes per block a step makes
 };
 
 // Per-epoch integer hyperparameters (docs/design.md §6; the caller converts p_zero to the
@@ -100,6 +101,11 @@ class Int8Trainer {
   void node_directions(std::uint64_t step_seed, int b, int query, std::int8_t* xi) const;
   void probe_nodes(int b, std::uint64_t step_seed, int query);
   std::int32_t* node_grad() { return node_grad_.data(); }
+  // The executor's planned work space for node perturbation: per-sample losses [n (1 + C q)],
+  // the node gradient in floating point [n, M] and one probe's ξ [n, M] (M: the widest block).
+  double* node_losses() { return node_losses_.data(); }
+  double* node_work() { return node_work_.data(); }
+  std::int8_t* node_xi() { return node_xi_.data(); }
   void update_nodes(int b, int frac, std::uint64_t step_seed);
   Int8Logits logits_plus() const { return {plus_logits_, plus_exp_}; }    // ZO only
   Int8Logits logits_minus() const { return {last_logits(), last_exp_}; }  // the last pass
@@ -167,6 +173,9 @@ class Int8Trainer {
   std::array<std::int64_t, telemetry::kNumPhases> ns_{};
   std::vector<NodeBlock> nodes_;  // per block (layer < 0: weights only)
   std::vector<std::int32_t> node_grad_;
+  std::vector<double> node_losses_, node_work_;
+  std::vector<std::int8_t> node_xi_;
+  std::vector<std::int64_t> node_row_;  // update_nodes_s8's row sums, [K] of the widest input
   bool capture_ = false;  // the pass keeps the node blocks' inputs and outputs
   kernels::PerturbS8Fn perturb_;
   kernels::ZoUpdateS8Fn zo_update_;

@@ -5,7 +5,6 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
 #include "zotrain/core/error.hpp"
 #include "zotrain/core/rng.hpp"
@@ -75,13 +74,12 @@ void update_signs_s8(SignSource src, std::int8_t* theta, std::size_t n, std::uin
 }
 
 void update_nodes_s8(std::int8_t* theta, std::size_t M, std::size_t K, const std::int32_t* G,
-                     const std::int8_t* x, std::size_t n, int frac, std::uint32_t first,
-                     std::uint64_t rounding_seed) {
+                     const std::int8_t* x, std::size_t n, int frac, std::int64_t* row,
+                     std::uint32_t first, std::uint64_t rounding_seed) {
   ZT_CHECK(frac >= 0 && frac < 31);
   const std::uint32_t round_key = hash_key(rounding_seed, 0);
-  std::vector<std::int64_t> row(K);  // Σ_n G[n, k] · x[n, :] of one output k
   for (std::size_t k = 0; k < M; ++k) {
-    std::fill(row.begin(), row.end(), std::int64_t{0});
+    std::fill(row, row + K, std::int64_t{0});  // Σ_n G[n, k] · x[n, :] of one output k
     for (std::size_t r = 0; r < n; ++r) {
       const std::int64_t g = G[r * M + k];
       if (g == 0) continue;
