@@ -290,15 +290,16 @@ TEST_P(PerturbS8Test, OneCallEqualsTwoCallsOnSplitRanges) {
   }
 }
 
-// Saturation extremes: θ = −128 or 127 everywhere, the widest r_max, every element perturbed,
-// large k and g, against the reference.
+// Saturation extremes: θ = −128 or 127 everywhere, the widest r_max and the widest of the
+// update's table path (31), every element perturbed, large k and g, against the reference.
 TEST_P(PerturbS8Test, ExtremesEverywhereMatchTheReference) {
   const auto perturb = select_perturb_s8(GetParam());
   const auto update = select_zo_update_s8(GetParam());
   for (std::size_t n : {std::size_t{1}, std::size_t{15}, std::size_t{16}, std::size_t{17}, std::size_t{47},
                         std::size_t{4099}}) {
+    for (int r_max : {31, 127})
     for (std::int8_t tv : {std::int8_t{-128}, std::int8_t{127}}) {
-      const auto p = params(99, 0.0, 127);
+      const auto p = params(99, 0.0, r_max);
       for (int k : {1, -2, 255, -1000}) {
         std::vector<std::int8_t> want(n, tv), got(n + kGuardTail, kGuardS8);
         std::fill_n(got.begin(), n, tv);
