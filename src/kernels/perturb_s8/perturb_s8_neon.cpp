@@ -113,13 +113,13 @@ struct ZGen {
   }
   // And as int8, G groups of 16 counters from j.
   template <int G>
-  [[gnu::always_inline]] void z8(std::uint32_t j, int8x16_t (&z8)[G]) const {
+  [[gnu::always_inline]] void z8(std::uint32_t j, int8x16_t (&out)[G]) const {
     int32x4_t z[4 * G];
     zv<4 * G>(j, z);
-    for (int g = 0; g < G; ++g) {
-      const int16x8_t lo = narrow(z[4 * g], z[4 * g + 1]);
-      const int16x8_t hi = narrow(z[4 * g + 2], z[4 * g + 3]);
-      z8[g] = narrow(lo, hi);
+    for (int q = 0; q < G; ++q) {
+      const int16x8_t lo = narrow(z[4 * q], z[4 * q + 1]);
+      const int16x8_t hi = narrow(z[4 * q + 2], z[4 * q + 3]);
+      out[q] = narrow(lo, hi);
     }
   }
 };
@@ -145,9 +145,9 @@ void perturb_span(std::int8_t* theta, std::size_t n, std::uint32_t first, const 
     const auto groups = [&]<int G>(std::size_t i) __attribute__((always_inline)) {
       int8x16_t z[G];
       zg.z8<G>(first + static_cast<std::uint32_t>(i), z);
-      for (int g = 0; g < G; ++g) {
-        const int8x16_t t = vld1q_s8(theta + i + 16 * g);
-        vst1q_s8(theta + i + 16 * g, K == 1 ? add127(t, z[g]) : sub127(sub127(t, z[g]), z[g]));
+      for (int q = 0; q < G; ++q) {
+        const int8x16_t t = vld1q_s8(theta + i + 16 * q);
+        vst1q_s8(theta + i + 16 * q, K == 1 ? add127(t, z[q]) : sub127(sub127(t, z[q]), z[q]));
       }
     };
     for (; i + 32 <= n; i += 32) groups.template operator()<2>(i);
@@ -209,9 +209,9 @@ void update_span_table(std::int8_t* theta, std::size_t n, std::uint32_t first, c
   const auto groups = [&]<int G>(std::size_t i) __attribute__((always_inline)) {
     int8x16_t z[G];
     zg.z8<G>(first + static_cast<std::uint32_t>(i), z);
-    for (int g = 0; g < G; ++g) {
-      const int8x16_t u = vqtbl4q_s8(u_hat, vreinterpretq_u8_s8(vaddq_s8(z[g], r)));
-      vst1q_s8(theta + i + 16 * g, sub127(add127(vld1q_s8(theta + i + 16 * g), z[g]), u));
+    for (int q = 0; q < G; ++q) {
+      const int8x16_t u = vqtbl4q_s8(u_hat, vreinterpretq_u8_s8(vaddq_s8(z[q], r)));
+      vst1q_s8(theta + i + 16 * q, sub127(add127(vld1q_s8(theta + i + 16 * q), z[q]), u));
     }
   };
   std::size_t i = 0;
