@@ -454,16 +454,17 @@ void Int8Trainer::init_nodes() {
   }
   ZT_CHECK(opt_.queries >= 1);
   node_grad_.resize(B * widest);
-  node_losses_.resize(B * (1 + static_cast<std::size_t>(opt_.partition) *
-                                   static_cast<std::size_t>(opt_.queries)));
-  node_work_.resize(B * widest);
+  node_losses_n_ = B * (1 + static_cast<std::size_t>(opt_.partition) *
+                               static_cast<std::size_t>(opt_.queries));
+  node_work_n_ = B * widest;
+  node_f64_.reset(new std::byte[(node_losses_n_ + node_work_n_) * kF64Bytes]);
   node_xi_.resize(B * widest);
   node_row_.resize(widest_in);
 }
 
 std::size_t Int8Trainer::node_bytes() const {
   std::size_t bytes = node_grad_.size() * sizeof(std::int32_t) +
-                      (node_losses_.size() + node_work_.size()) * sizeof(double) +
+                      (node_losses_n_ + node_work_n_) * kF64Bytes +
                       node_xi_.size() + node_row_.size() * sizeof(std::int64_t);
   for (const NodeBlock& nb : nodes_) bytes += nb.input.size() + nb.clean.size();
   return bytes;

@@ -32,6 +32,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "zotrain/core/arena.hpp"
@@ -103,8 +104,8 @@ class Int8Trainer {
   std::int32_t* node_grad() { return node_grad_.data(); }
   // The executor's planned work space for node perturbation: per-sample losses [n (1 + C q)],
   // the node gradient in floating point [n, M] and one probe's ξ [n, M] (M: the widest block).
-  double* node_losses() { return node_losses_.data(); }
-  double* node_work() { return node_work_.data(); }
+  double* node_losses() { return reinterpret_cast<double*>(node_f64_.get()); }
+  double* node_work() { return node_losses() + node_losses_n_; }
   std::int8_t* node_xi() { return node_xi_.data(); }
   void update_nodes(int b, int frac, std::uint64_t step_seed);
   Int8Logits logits_plus() const { return {plus_logits_, plus_exp_}; }    // ZO only
@@ -173,7 +174,12 @@ class Int8Trainer {
   std::array<std::int64_t, telemetry::kNumPhases> ns_{};
   std::vector<NodeBlock> nodes_;  // per block (layer < 0: weights only)
   std::vector<std::int32_t> node_grad_;
-  std::vector<double> node_losses_, node_work_;
+  // node_losses() and node_work(): doubles in raw storage (kF64Bytes each), since the trainer's
+  // own code builds with -mgeneral-regs-only (the integer-only check); the executor that
+  // uses them does not.
+  static constexpr std::size_t kF64Bytes = 8;
+  std::unique_ptr<std::byte[]> node_f64_;
+  std::size_t node_losses_n_ = 0, node_work_n_ = 0;
   std::vector<std::int8_t> node_xi_;
   std::vector<std::int64_t> node_row_;  // update_nodes_s8's row sums, [K] of the widest input
   bool capture_ = false;  // the pass keeps the node blocks' inputs and outputs
