@@ -167,7 +167,7 @@ TEST(LeanPlan, SameWeightsAsWholeBatchPlanAtN1024) {
 
 // Backprop into the stack (Full BP, C ≤ 4): the tail mlp5 → bn5 → relu5 → pool is streamed and
 // recomputed in backward. N = 80, B = 8: 640 rows, so two backward chunks (512 + 128 rows) and
-// BatchNorm row blocks that straddle samples; N = 1024, B = 2: two chunks of 1024 rows.
+// BatchNorm row blocks that straddle samples.
 TEST(LeanPlan, SameWeightsWhenBackpropReachesTheStack) {
   for (int c : {0, 1, 4}) {
     for (bool negative : {false, true}) {
@@ -187,6 +187,10 @@ TEST(LeanPlan, SameWeightsWhenBackpropReachesTheStack) {
       }
     }
   }
+}
+
+// The same at the real point count: N = 1024, B = 2, Full BP, two backward chunks of 1024 rows.
+TEST(LeanPlan, SameWeightsWhenBackpropReachesTheStackAtN1024) {
   RunSpec s;
   s.points = 1024;
   s.batch = 2;
