@@ -540,7 +540,7 @@ TEST(ConfigInt8Test, Defaults) {
                   .int8.b_bp.points.empty());
   EXPECT_TRUE(c.int8.p_zero.points.empty());  // auto
   EXPECT_EQ(resolve_p_zero(c).points, (Points{{0, 0.33}, {20, 0.5}, {50, 0.9}}));  // the paper's
-  EXPECT_EQ(resolve_p_zero(parse("{" + pn + "}")).points, (Points{{0, 0.97}}));
+  EXPECT_EQ(resolve_p_zero(parse("{" + pn + "}")).points, (Points{{0, 0.97}, {75, 0.99}}));
   EXPECT_EQ(resolve_p_zero(parse("{" + pn + R"(, "int8": {"p_zero": 0.5}})")).points,
             (Points{{0, 0.5}}));
   const std::int64_t epochs[] = {0, 19, 20, 49, 50, 100};

@@ -161,7 +161,8 @@ int resolve_partition(const MethodConfig& m, int num_layers);
 // 3 / 2 / 1 at the same epochs (docs/design.md §5.5).
 Schedule resolve_b_bp(const ExperimentConfig& cfg);
 // int8.p_zero, "auto" resolved: LeNet-5 0.33 / 0.5 from epoch 20 / 0.9 from 50 (the paper's);
-// PointNet 0.97 throughout (chosen on a validation split: docs/results/tuning/int8-pointnet-p-zero.md).
+// PointNet 0.97, then 0.99 from epoch 75 (chosen on a validation split:
+// docs/results/tuning/int8-pointnet-p-zero.md).
 Schedule resolve_p_zero(const ExperimentConfig& cfg);
 
 // zo.preset: a named set of zo.* values (the method of one paper). The loader applies them to
