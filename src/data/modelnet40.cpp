@@ -62,8 +62,9 @@ const char* class_text(H5T_class_t c) {
 // libhdf5 1.10 (Debian 12's) reads the root group's local heap without checking it: a file whose
 // root symbol-table entry points at something that is not a heap, or at a heap with an empty or
 // outside data segment, makes H5Lexists write through a null pointer (fuzz_modelnet40 found such
-// files). For the version 0 and 1 superblocks HDF5 and h5py write by default, the root entry's
-// B-tree and heap are checked here before HDF5 reads them; other versions are left to HDF5.
+// files), and a heap claiming a data segment larger than the file makes it allocate that much. For
+// the version 0 and 1 superblocks HDF5 and h5py write by default, the root group's B-tree and
+// heap are checked here before HDF5 reads them; other versions are left to HDF5.
 void check_root_symbol_table(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   in.seekg(0, std::ios::end);
@@ -74,11 +75,12 @@ void check_root_symbol_table(const std::string& path) {
     in.seekg(static_cast<std::streamoff>(at));
     return in.read(b.data(), static_cast<std::streamsize>(n)) ? b : std::string();
   };
-  const auto u64 = [](const std::string& b, std::size_t at) {
+  const auto uint_at = [](const std::string& b, std::size_t at, int bytes) {  // little-endian
     std::uint64_t v = 0;
-    for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[at + i]);
+    for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[at + i]);
     return v;
   };
+  const auto u64 = [&](const std::string& b, std::size_t at) { return uint_at(b, at, 8); };
   // The superblock is at 0 or at a power of two from 512 (after a user block). Its root
   // symbol-table entry (40 bytes) ends at byte 96 in version 0 and at byte 100 in version 1.
   constexpr std::size_t kSuperblockBytes = 100;
@@ -92,9 +94,33 @@ void check_root_symbol_table(const std::string& path) {
   const int version = static_cast<unsigned char>(sb[8]);
   if (version > 1 || sb[13] != 8 || sb[14] != 8) return;  // 8-byte offsets and lengths only
   const std::size_t entry = version == 0 ? 56 : 60;       // the root group's symbol-table entry
-  if (u64(sb, entry + 16) != 1) return;                   // no cached B-tree and heap addresses
   const std::uint64_t base = u64(sb, version == 0 ? 24 : 28);
-  const std::uint64_t btree = base + u64(sb, entry + 24), heap = base + u64(sb, entry + 32);
+  // The B-tree and heap addresses: cached in the entry (cache type 1; the type is 4 bytes, then
+  // 4 reserved ones that HDF5 ignores, so must this), else in the symbol-table message (type
+  // 0x11) of the root object header, version 1: a 16-byte prefix with the message count and the
+  // header's size, then messages of type (2 bytes), size (2), flags and padding (4), data.
+  std::uint64_t btree = 0, heap = 0;
+  if (uint_at(sb, entry + 16, 4) == 1) {
+    btree = base + u64(sb, entry + 24);
+    heap = base + u64(sb, entry + 32);
+  } else {
+    const std::string oh = read_at(base + u64(sb, entry + 8), 16);
+    if (oh.size() != 16 || oh[0] != 1) return;  // left to HDF5
+    const std::uint64_t messages = uint_at(oh, 2, 2), bytes = uint_at(oh, 8, 4);
+    const std::string m = read_at(base + u64(sb, entry + 8) + 16, std::min<std::uint64_t>(bytes, 1 << 16));
+    bool found = false;
+    for (std::size_t i = 0, k = 0; k < messages && i + 8 <= m.size(); ++k) {
+      const std::uint64_t type = uint_at(m, i, 2), len = uint_at(m, i + 2, 2);
+      if (type == 0x11 && len >= 16 && i + 8 + 16 <= m.size()) {
+        btree = base + u64(m, i + 8);
+        heap = base + u64(m, i + 16);
+        found = true;
+        break;
+      }
+      i += 8 + len;
+    }
+    if (!found) return;  // a continuation or a new-style group: left to HDF5
+  }
   const std::string b = read_at(btree, 4), h = read_at(heap, 32);
   const std::uint64_t data_size = h.size() == 32 ? u64(h, 8) : 0;
   const std::uint64_t data_at = h.size() == 32 ? base + u64(h, 24) : 0;

@@ -310,6 +310,28 @@ TEST(ModelNet40Test, CorruptRootSymbolTableIsRefusedBeforeHdf5ReadsIt) {
   expect_error([&] { r.load(); }, {p, "corrupt HDF5 file", "root group's symbol table"});
 }
 
+// The same crash with the symbol-table entry's 4 reserved bytes (after its 4-byte cache type)
+// not zero: HDF5 ignores them and still reads the cached heap, so the check must too.
+TEST(ModelNet40Test, CorruptRootSymbolTableWithReservedBytesSetIsRefused) {
+  Root r;
+  const std::string p = r.path("ply_data_train0.h5");
+  std::filesystem::copy_file(std::string(ZT_SOURCE_DIR) +
+                                 "/tests/fuzz/regressions/modelnet40/root-entry-reserved-bytes-segv",
+                             p);
+  expect_error([&] { r.load(); }, {p, "corrupt HDF5 file", "root group's symbol table"});
+}
+
+// No cached addresses in the superblock: the root group's object header names the heap, which
+// claims a 2.98 GB data segment in a 2.5 KB file (HDF5 would allocate it).
+TEST(ModelNet40Test, RootHeapLargerThanTheFileIsRefused) {
+  Root r;
+  const std::string p = r.path("ply_data_train0.h5");
+  std::filesystem::copy_file(std::string(ZT_SOURCE_DIR) +
+                                 "/tests/fuzz/regressions/modelnet40/root-heap-larger-than-file-oom",
+                             p);
+  expect_error([&] { r.load(); }, {p, "corrupt HDF5 file", "root group's symbol table"});
+}
+
 TEST(ModelNet40Test, ScalarDataset) {
   Root r;
   const std::string p = r.path("ply_data_train0.h5");

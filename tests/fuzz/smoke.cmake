@@ -6,7 +6,10 @@ file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK}/corpus ${WORK}/artifacts)
 file(GLOB seeds ${SEEDS}/*)
 file(COPY ${seeds} DESTINATION ${WORK}/corpus)
-set(args -max_total_time=${SECONDS} -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+# A fixed seed: the run explores the same inputs in the same order every time, so a CI pass does
+# not depend on luck (a slower machine runs a prefix of the same sequence). Exploratory fuzzing
+# with random seeds is done by hand (docs/results/fuzz.md).
+set(args -seed=1 -max_total_time=${SECONDS} -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
          -artifact_prefix=${WORK}/artifacts/)
 if(EXISTS ${DICT})
   list(APPEND args -dict=${DICT})
