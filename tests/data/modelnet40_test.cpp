@@ -299,37 +299,33 @@ TEST(ModelNet40Test, ValuesNeverWrittenAreRefusedBeforeAllocating) {
   expect_error([&] { r.load(); }, {p, "'data' has values that were never written"});
 }
 
-// tests/fuzz/regressions/modelnet40: a file whose root symbol-table entry points at bytes that
-// are not a local heap. libhdf5 1.10 reads it unchecked and H5Lexists crashes (SIGSEGV in
-// H5F__accum_read); the loader checks the root group's B-tree and heap first.
-TEST(ModelNet40Test, CorruptRootSymbolTableIsRefusedBeforeHdf5ReadsIt) {
+// Loads tests/fuzz/regressions/modelnet40/<name> as a training file: refused before libhdf5
+// reads the root group's symbol table.
+void expect_root_group_refused(const char* name) {
   Root r;
   const std::string p = r.path("ply_data_train0.h5");
   std::filesystem::copy_file(
-      std::string(ZT_SOURCE_DIR) + "/tests/fuzz/regressions/modelnet40/root-heap-not-a-heap-segv", p);
+      std::string(ZT_SOURCE_DIR) + "/tests/fuzz/regressions/modelnet40/" + name, p);
   expect_error([&] { r.load(); }, {p, "corrupt HDF5 file", "root group's symbol table"});
+}
+
+// A file whose root symbol-table entry points at bytes that are not a local heap. libhdf5 1.10
+// reads it unchecked and H5Lexists crashes (SIGSEGV in H5F__accum_read); the loader checks the
+// root group's B-tree and heap first.
+TEST(ModelNet40Test, CorruptRootSymbolTableIsRefusedBeforeHdf5ReadsIt) {
+  expect_root_group_refused("root-heap-not-a-heap-segv");
 }
 
 // The same crash with the symbol-table entry's 4 reserved bytes (after its 4-byte cache type)
 // not zero: HDF5 ignores them and still reads the cached heap, so the check must too.
 TEST(ModelNet40Test, CorruptRootSymbolTableWithReservedBytesSetIsRefused) {
-  Root r;
-  const std::string p = r.path("ply_data_train0.h5");
-  std::filesystem::copy_file(std::string(ZT_SOURCE_DIR) +
-                                 "/tests/fuzz/regressions/modelnet40/root-entry-reserved-bytes-segv",
-                             p);
-  expect_error([&] { r.load(); }, {p, "corrupt HDF5 file", "root group's symbol table"});
+  expect_root_group_refused("root-entry-reserved-bytes-segv");
 }
 
 // No cached addresses in the superblock: the root group's object header names the heap, which
 // claims a 2.98 GB data segment in a 2.5 KB file (HDF5 would allocate it).
 TEST(ModelNet40Test, RootHeapLargerThanTheFileIsRefused) {
-  Root r;
-  const std::string p = r.path("ply_data_train0.h5");
-  std::filesystem::copy_file(std::string(ZT_SOURCE_DIR) +
-                                 "/tests/fuzz/regressions/modelnet40/root-heap-larger-than-file-oom",
-                             p);
-  expect_error([&] { r.load(); }, {p, "corrupt HDF5 file", "root group's symbol table"});
+  expect_root_group_refused("root-heap-larger-than-file-oom");
 }
 
 TEST(ModelNet40Test, ScalarDataset) {
