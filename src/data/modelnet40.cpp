@@ -104,10 +104,11 @@ void check_root_symbol_table(const std::string& path) {
     btree = base + u64(sb, entry + 24);
     heap = base + u64(sb, entry + 32);
   } else {
-    const std::string oh = read_at(base + u64(sb, entry + 8), 16);
+    const std::uint64_t header_at = base + u64(sb, entry + 8);
+    const std::string oh = read_at(header_at, 16);
     if (oh.size() != 16 || oh[0] != 1) return;  // left to HDF5
     const std::uint64_t messages = uint_at(oh, 2, 2), bytes = uint_at(oh, 8, 4);
-    const std::string m = read_at(base + u64(sb, entry + 8) + 16, std::min<std::uint64_t>(bytes, 1 << 16));
+    const std::string m = read_at(header_at + 16, std::min<std::uint64_t>(bytes, 1 << 16));
     bool found = false;
     for (std::size_t i = 0, k = 0; k < messages && i + 8 <= m.size(); ++k) {
       const std::uint64_t type = uint_at(m, i, 2), len = uint_at(m, i + 2, 2);
