@@ -244,9 +244,9 @@ const std::vector<Key>& schema() {
        "bits of the NITI backprop weight update (acts as the learning rate); auto = per "
        "architecture: LeNet-5 5, 4 from epoch 20, 3 from 50 (NITI's); PointNet 3, 2, 1 "
        "(docs/design.md §5.5)", "auto"},
-      {"int8.p_zero", Type::kNumberSchedule, ZT_FIELD(int8.p_zero),
-       Range{.lo = 0, .hi = 1, .hi_open = true}, {},
-       "sparsity of the int8 perturbation (the share of zeros in z); auto = per architecture: "
+      {"int8.p_zero", Type::kNumberSchedule, ZT_FIELD(int8.p_zero), closed(0, 1), {},
+       "sparsity of the int8 perturbation (the share of zeros in z; 1 = z all zero, the ZO part "
+       "frozen); auto = per architecture: "
        "LeNet-5 0.33, 0.5 from epoch 20, 0.9 from 50 (the paper's); PointNet 0.97, 0.99 from 75 "
        "(chosen on a validation split)", "auto"},
       {"int8.sign", Type::kEnum, ZT_ENUM(int8.sign), {}, names_of<Int8Sign>(),
@@ -256,6 +256,9 @@ const std::vector<Key>& schema() {
       {"int8.batchnorm", Type::kBool, ZT_FIELD(int8.batchnorm), {}, {},
        "PointNet: keep the per-point layers' BatchNorm as integer standardisation with the "
        "batch's statistics (docs/design.md §5.8); false = drop it, as NITI has none"},
+      {"int8.input", Type::kEnum, ZT_ENUM(int8.input), {}, names_of<Int8Input>(),
+       "image pixels as int8 (docs/design.md §5.6): shift = p >> 1, exponent -7 (0..127) | "
+       "normalised = NITI's: the data set's (p/255 - mean)/std, rounded to 7 bits"},
       {"output.dir", Type::kString, ZT_FIELD(output.dir), {}, {},
        "output directory (empty = runs/<name>)"},
       {"output.checkpoint_every", Type::kInt, ZT_FIELD(output.checkpoint_every), at_least(0), {},
@@ -846,6 +849,7 @@ const InertRule kInertRules[] = {
     {"int8.b_zo", false, int8_pmt, "zo.estimator layerwise steps by optimizer.lr"},
     {"int8.sign", false, int8_pmt, "zo.estimator layerwise uses the loss difference itself"},
     {"train.memory_plan", false, int8, "the int8 trainer plans its own buffers"},
+    {"int8.input", false, points, "it quantises image pixels; point coordinates are fixed-point"},
     {"zo.eps", false, int8,
      "int8 perturbs by integers (in [-int8.r_max, int8.r_max]; layerwise: +-1)"},
     {"zo.grad_clip", false, int8, "int8 steps by the sign of the estimate or, layerwise, by "

@@ -50,6 +50,7 @@ class Int8Engine final : public Engine {
     check_fits_in_memory(trainer_->planned_bytes() + in * ((points_ ? sizeof(float) : 1) + 1),
                          "the memory plan with its input batch");
     (points_ ? coords_.resize(in) : pixels_.resize(in));
+    if (!points_) pixel_quant_ = pixel_quant(cfg);
     x8_.resize(in);
     labels_.resize(static_cast<std::size_t>(batch));
   }
@@ -224,8 +225,16 @@ class Int8Engine final : public Engine {
   }
 
  private:
-  // Batch `index` of `src` as int8 input in x8_ (exponent x_exp_): images p >> 1 with exponent
-  // −7 (docs/design.md §5.6); point coordinates (inside the unit sphere, jitter ≤ 0.05) round(x ·
+  // The int8.input table: the data set's mean and std, from the catalogue, in units of 10^−4.
+  static kernels::PixelQuant pixel_quant(const config::ExperimentConfig& cfg) {
+    if (cfg.int8.input == config::Int8Input::kShift) return kernels::pixel_quant_shift();
+    const config::DatasetInfo& d = config::dataset(cfg.data.dataset);
+    return kernels::pixel_quant_normalised(static_cast<std::int32_t>(std::lround(d.mean * 1e4)),
+                                           static_cast<std::int32_t>(std::lround(d.std * 1e4)));
+  }
+
+  // Batch `index` of `src` as int8 input in x8_ (exponent x_exp_): images by the int8.input
+  // table (docs/design.md §5.6); point coordinates (inside the unit sphere, jitter ≤ 0.05) round(x ·
   // 2^6) clamped to ±127 with exponent −6, fixed, so no statistic of the batch is needed.
   int load_input(BatchSource& src, int index) {
     int n;
@@ -237,8 +246,9 @@ class Int8Engine final : public Engine {
       x_exp_ = -6;
     } else {
       n = src.fill_raw(index, pixels_.data(), labels_.data());
-      kernels::quantize_pixels_s8(pixels_.data(), static_cast<std::size_t>(n) * net_->input_shape().numel(), x8_.data());
-      x_exp_ = kernels::kPixelExponent;
+      kernels::quantize_pixels_s8(pixels_.data(), static_cast<std::size_t>(n) * net_->input_shape().numel(),
+                                  pixel_quant_, x8_.data());
+      x_exp_ = pixel_quant_.exponent;
     }
     return n;
   }
@@ -270,6 +280,7 @@ class Int8Engine final : public Engine {
   std::vector<std::uint8_t> pixels_, labels_;
   std::vector<float> coords_;
   std::vector<std::int8_t> x8_;
+  kernels::PixelQuant pixel_quant_;
   int x_exp_ = 0;
 };
 

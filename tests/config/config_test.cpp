@@ -163,8 +163,8 @@ TEST(ConfigTest, OutOfRange) {
       {R"({"int8": {"b_zo": 0}})", "int8.b_zo", "in [1, 7]"},
       {R"({"int8": {"b_zo": 8}})", "int8.b_zo", "in [1, 7]"},
       {R"({"int8": {"b_bp": 16}})", "int8.b_bp", "in [1, 15]"},
-      {R"({"int8": {"p_zero": 1}})", "int8.p_zero", "in [0, 1)"},
-      {R"({"int8": {"p_zero": -0.1}})", "int8.p_zero", "in [0, 1)"},
+      {R"({"int8": {"p_zero": 1.01}})", "int8.p_zero", "in [0, 1]"},
+      {R"({"int8": {"p_zero": -0.1}})", "int8.p_zero", "in [0, 1]"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.json);
@@ -289,7 +289,7 @@ TEST(ConfigTest, RoundTrip) {
 TEST(ConfigTest, DumpAndHelpListEveryKey) {
   const std::string dump = to_json_text(ExperimentConfig{});
   const std::string help = keys_help();
-  ASSERT_EQ(key_names().size(), 54u);
+  ASSERT_EQ(key_names().size(), 55u);
   for (const std::string& k : key_names()) {
     const std::string leaf = k.substr(k.rfind('.') + 1);
     EXPECT_NE(dump.find("\"" + leaf + "\""), std::string::npos) << k;
@@ -353,6 +353,24 @@ TEST(ConfigTest, CacheDirectionIsAnFp32Option) {
       {"zo.cache_direction=true"});
   ASSERT_EQ(i8.warnings.size(), 1u);
   EXPECT_NE(i8.warnings[0].find("zo.cache_direction has no effect here"), std::string::npos);
+}
+
+TEST(ConfigTest, Int8InputQuantisesImagesOnly) {
+  const std::string int8 = R"({"model": {"precision": "int8"}})";
+  EXPECT_EQ(parse_config(int8, "t", {"int8.input=shift"}).int8.input, Int8Input::kShift);
+  const ExperimentConfig n = parse_config(int8, "t", {"int8.input=normalised"});
+  EXPECT_EQ(n.int8.input, Int8Input::kNormalised);
+  EXPECT_TRUE(n.warnings.empty());
+  test::expect_error([&] { parse_config(int8, "t", {"int8.input=centred"}); },
+                     {"int8.input", "centred", "shift", "normalised"});
+  // Point clouds have their own fixed-point input: the key is ignored there, with a warning.
+  const char* other = ExperimentConfig{}.int8.input == Int8Input::kShift ? "int8.input=normalised"
+                                                                          : "int8.input=shift";
+  const ExperimentConfig p = parse_config(
+      R"({"model": {"precision": "int8", "arch": "pointnet"}, "data": {"dataset": "modelnet40"}})",
+      "t", {other});
+  ASSERT_EQ(p.warnings.size(), 1u);
+  EXPECT_NE(p.warnings[0].find("int8.input has no effect here"), std::string::npos);
 }
 
 TEST(ConfigTest, PmtPresetIsLayerwiseRademacher) {
@@ -660,7 +678,7 @@ TEST(ConfigInt8Test, ScheduleErrorsNameTheKey) {
       {R"({"int8": {"b_bp": {"0": 5, "9999999999": 3}}})",
        "int8.b_bp: schedule key '9999999999' is not an epoch number"},
       {R"({"int8": {"p_zero": {"0": 0.5, "20": 1.5}}})",
-       "config.json: int8.p_zero: value 1.5 at epoch 20 is outside [0, 1)"},
+       "config.json: int8.p_zero: value 1.5 at epoch 20 is outside [0, 1]"},
       {R"({"int8": {"b_bp": {"0": 5, "20": 0}}})",
        "int8.b_bp: value 0 at epoch 20 is outside [1, 15]"},
       {R"({"int8": {"b_zo": {"0": 9}}})", "int8.b_zo: value 9 at epoch 0 is outside [1, 7]"},
@@ -676,7 +694,7 @@ TEST(ConfigInt8Test, ScheduleErrorsNameTheKey) {
       {R"({"int8": {"b_bp": "fast"}})", "key 'int8.b_bp' must be", "\"fast\""},
       {R"({"int8": {"b_bp": [5, 4]}})", "key 'int8.b_bp' must be",
        "schedule {\"0\": value, \"<epoch>\": value, ...}, got [5,4]"},
-      {R"({"int8": {"p_zero": true}})", "key 'int8.p_zero' must be a number in [0, 1)"},
+      {R"({"int8": {"p_zero": true}})", "key 'int8.p_zero' must be a number in [0, 1]"},
       {R"({"int8": {"b_bp": "fast"}})", "key 'int8.b_bp' must be"},
       {R"({"int8": {"r_max": 2.5}})", "key 'int8.r_max' must be an integer"},
       {R"({"int8": 3})", "key 'int8' is a section and must be an object"},
@@ -691,8 +709,10 @@ TEST(ConfigInt8Test, ScheduleErrorsNameTheKey) {
 TEST(ConfigInt8Test, OverrideErrors) {
   expect_error([] { parse("{}", {R"(int8.b_bp={"10":3})"}); },
                {"--set: int8.b_bp: schedule must start at epoch 0"});
-  expect_error([] { parse("{}", {R"(int8.p_zero={"0":0.3,"20":1})"}); },
-               {"--set: int8.p_zero: value 1 at epoch 20 is outside [0, 1)"});
+  expect_error([] { parse("{}", {R"(int8.p_zero={"0":0.3,"20":1.25})"}); },
+               {"--set: int8.p_zero: value 1.25 at epoch 20 is outside [0, 1]"});
+  // 1 itself is allowed: z all zero, the ZO part frozen from that epoch on.
+  EXPECT_EQ(parse("{}", {R"(int8.p_zero={"0":0.3,"20":1})"}).int8.p_zero.at(20), 1.0);
   expect_error([] { parse("{}", {"int8.b_bp=abc"}); },
                {"--set", "key 'int8.b_bp' must be an integer in [1, 15] or a schedule", "\"abc\""});
   expect_error([] { parse("{}", {"int8.b_bp={0:5}"}); },  // not JSON: taken as text
@@ -753,7 +773,7 @@ TEST(ConfigInt8Test, KeysHelp) {
                       "default \"auto\"): "),
             std::string::npos)
       << help;
-  EXPECT_NE(help.find("  int8.p_zero (number in [0, 1) or {\"epoch\": value} schedule or auto, "
+  EXPECT_NE(help.find("  int8.p_zero (number in [0, 1] or {\"epoch\": value} schedule or auto, "
                       "default \"auto\"): "),
             std::string::npos)
       << help;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <cstdint>
 #include <string>
@@ -108,14 +109,36 @@ TEST(QuantRounding, StoShiftRoundsUpIffRemainderExceedsWord) {
   }
 }
 
-TEST(QuantPixels, HalvesWithExponentMinus7) {
+TEST(QuantPixels, ShiftHalvesWithExponentMinus7) {
   const std::uint8_t p[6] = {0, 1, 2, 3, 254, 255};
   std::int8_t x[6 + 3] = {0, 0, 0, 0, 0, 0, kGuardS8, kGuardS8, kGuardS8};
-  quantize_pixels_s8(p, 6, x);
+  const PixelQuant q = pixel_quant_shift();
+  quantize_pixels_s8(p, 6, q, x);
   const int want[6] = {0, 0, 1, 1, 127, 127};
   for (int i = 0; i < 6; ++i) EXPECT_EQ(x[i], want[i]);
   for (int i = 6; i < 9; ++i) EXPECT_EQ(x[i], kGuardS8);
-  EXPECT_EQ(kPixelExponent, -7);
+  EXPECT_EQ(q.exponent, -7);
+}
+
+// NITI's input: round((p/255 − mean)/std · 2^(7 − ⌈log2 R⌉)), checked against double arithmetic.
+TEST(QuantPixels, NormalisedMatchesNitisFormula) {
+  struct Case {
+    int mean_e4, std_e4, exponent, at0, at255;
+  };
+  // MNIST: R = 2.82, so ×32; Fashion-MNIST: R = 2.02, also ×32; R = 0.5 exactly: ×256, the ends
+  // clamped; R = 2 exactly: ×64, the top clamped.
+  for (const Case c : {Case{1307, 3081, -5, -14, 90}, Case{2860, 3530, -5, -26, 65},
+                       Case{5000, 10000, -8, -127, 127}, Case{0, 5000, -6, 0, 127}}) {
+    const PixelQuant q = pixel_quant_normalised(c.mean_e4, c.std_e4);
+    EXPECT_EQ(q.exponent, c.exponent) << c.mean_e4;
+    EXPECT_EQ(q.table[0], c.at0) << c.mean_e4;
+    EXPECT_EQ(q.table[255], c.at255) << c.mean_e4;
+    for (int p = 0; p < 256; ++p) {
+      const double v = (p / 255.0 - c.mean_e4 * 1e-4) / (c.std_e4 * 1e-4) * std::ldexp(1.0, -q.exponent);
+      EXPECT_EQ(q.table[static_cast<std::size_t>(p)], std::clamp(std::lround(v), -127L, 127L))
+          << "mean " << c.mean_e4 << " p " << p;
+    }
+  }
 }
 
 TEST(QuantMaxAbs, MatchesNaiveIncludingInt32MinAndThreads) {

@@ -60,14 +60,14 @@ Rig make(int partition, bool nodes = false, int queries = 1) {
   std::vector<std::uint8_t> pixels(kBatch * 28 * 28);
   for (auto& p : pixels) p = static_cast<std::uint8_t>(rng.below(3) == 0 ? rng.below(256) : 0);
   s.x.resize(pixels.size());
-  kernels::quantize_pixels_s8(pixels.data(), pixels.size(), s.x.data());
+  kernels::quantize_pixels_s8(pixels.data(), pixels.size(), kernels::pixel_quant_shift(), s.x.data());
   s.labels.resize(kBatch);
   for (auto& l : s.labels) l = static_cast<std::uint8_t>(rng.below(10));
   return s;
 }
 
 Int8StepResult step(Rig& s, const ZoEstimator& e, std::uint64_t seed, double lr) {
-  return int8_layerwise_step(*s.trainer, e, s.x.data(), kernels::kPixelExponent, kBatch,
+  return int8_layerwise_step(*s.trainer, e, s.x.data(), kernels::pixel_quant_shift().exponent, kBatch,
                              s.labels.data(), 10, seed, Int8Hyper{}, lr);
 }
 
@@ -192,7 +192,7 @@ TEST(Int8Pmt, NodePerturbationStepsAlongTheGradient) {
   ASSERT_EQ(s.trainer->block_nodes(4), 10u);
   ASSERT_EQ(s.trainer->block_nodes(0), 0u);  // conv1: weights
   // The clean logits, fc3's input and its exponents, from a clean pass at the same weights.
-  s.trainer->begin(s.x.data(), kernels::kPixelExponent, kBatch);
+  s.trainer->begin(s.x.data(), kernels::pixel_quant_shift().exponent, kBatch);
   s.trainer->probe(false);
   const Int8Logits lg = s.trainer->logits_minus();
   const std::vector<std::int8_t> logits(lg.values, lg.values + kBatch * 10);

@@ -58,8 +58,8 @@ std::vector<std::int8_t> train(int partition, int threads, int steps, bool integ
   for (int s = 0; s < steps; ++s) {
     const Batch b = make_batch(100 + static_cast<std::uint64_t>(s));
     std::vector<std::int8_t> x(b.pixels.size());
-    kernels::quantize_pixels_s8(b.pixels.data(), b.pixels.size(), x.data());
-    int8_step(t, *estimator, x.data(), kernels::kPixelExponent, kBatch, b.labels.data(), 10,
+    kernels::quantize_pixels_s8(b.pixels.data(), b.pixels.size(), kernels::pixel_quant_shift(), x.data());
+    int8_step(t, *estimator, x.data(), kernels::pixel_quant_shift().exponent, kBatch, b.labels.data(), 10,
               1000 + static_cast<std::uint64_t>(s), h,
               integer_sign ? Int8Sign::kInteger : Int8Sign::kFloat);
   }

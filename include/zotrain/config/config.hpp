@@ -95,6 +95,7 @@ struct Int8Config {
                                        // (resolve_p_zero(): per architecture)
   Int8Sign sign = Int8Sign::kFloat;   // float (INT8) | integer (INT8*, fixed point) | integer_eq12
   bool batchnorm = true;               // PointNet: integer BatchNorm (docs/design.md §5.8)
+  Int8Input input = Int8Input::kShift;  // image pixels as int8 (docs/design.md §5.6)
 };
 struct OutputConfig {
   std::string dir = "";                // empty = runs/<name>

@@ -21,6 +21,7 @@ enum class BpActivations { kMinus, kAverage };              // method.bp_activat
 enum class OptimizerKind { kSgd, kAdam };                   // optimizer.name
 enum class MemoryPlan { kLean, kWholeBatch };               // train.memory_plan
 enum class Int8Sign { kFloat, kInteger, kIntegerEq12 };     // int8.sign
+enum class Int8Input { kShift, kNormalised };               // int8.input
 // Registry-backed (their text and help live in the registries):
 enum class Method { kFullBp, kFullZo, kElasticZo };         // method.name
 enum class Arch { kLeNet5, kPointNet };                     // model.arch
@@ -42,6 +43,8 @@ template <>
 inline constexpr std::array<std::string_view, 2> kEnumText<MemoryPlan>{"lean", "whole_batch"};
 template <>
 inline constexpr std::array<std::string_view, 3> kEnumText<Int8Sign>{"float", "integer", "integer_eq12"};
+template <>
+inline constexpr std::array<std::string_view, 2> kEnumText<Int8Input>{"shift", "normalised"};
 
 template <class E>
 std::span<const std::string_view> choices() {

@@ -10,6 +10,7 @@
 // These helpers do not clamp; callers clamp to ±127 where the result is stored as int8.
 #pragma once
 
+#include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -81,8 +82,19 @@ int update_weights_s8_portable(std::int8_t* w, const std::int32_t* g, std::size_
 int update_weights_s8_neon(std::int8_t* w, const std::int32_t* g, std::size_t n, int bits);  // ARM builds
 UpdateWeightsS8Fn select_update_weights_s8(Isa isa);  // kNeon, kNeonDot → _neon where built
 
-// Input quantisation (docs/design.md §5.6): pixel p ∈ 0..255 → p >> 1 with exponent kPixelExponent.
-inline constexpr int kPixelExponent = -7;
-void quantize_pixels_s8(const std::uint8_t* p, std::size_t n, std::int8_t* x);
+// Input quantisation (docs/design.md §5.6): a pixel byte p becomes table[p], one exponent for
+// every pixel, so no statistic of the batch is needed.
+struct PixelQuant {
+  std::array<std::int8_t, 256> table{};
+  int exponent = 0;
+};
+// p >> 1 with exponent −7: values 0..127 (int8.input shift).
+PixelQuant pixel_quant_shift();
+// NITI's input: the normalised pixel v = (p/255 − mean)/std, mean and std in units of 10^−4,
+// scaled so the largest |v| over p ∈ 0..255, R, fills 7 bits: exponent b − 7 with b = ⌈log2 R⌉,
+// value round(v · 2^(7 − b)) (ties away from zero) clamped to ±127 (int8.input normalised).
+// Exact integer arithmetic; std_e4 > 0.
+PixelQuant pixel_quant_normalised(std::int32_t mean_e4, std::int32_t std_e4);
+void quantize_pixels_s8(const std::uint8_t* p, std::size_t n, const PixelQuant& q, std::int8_t* x);
 
 }  // namespace zt::kernels

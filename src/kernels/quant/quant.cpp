@@ -4,9 +4,11 @@
 // other step is elementwise, so results are bit-identical to the reference for any thread count.
 // Integer arithmetic only (also built with -mgeneral-regs-only).
 #include <algorithm>
+#include <cstdlib>
 #include <cstddef>
 #include <cstdint>
 
+#include "zotrain/core/error.hpp"
 #include "zotrain/kernels/quant.hpp"
 #include "../chunked_parallel.hpp"
 #include "../select_isa.hpp"
@@ -108,8 +110,36 @@ int update_weights_s8_portable(std::int8_t* w, const std::int32_t* g, std::size_
   return s;
 }
 
-void quantize_pixels_s8(const std::uint8_t* p, std::size_t n, std::int8_t* x) {
-  for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<std::int8_t>(p[i] >> 1);
+PixelQuant pixel_quant_shift() {
+  PixelQuant q;
+  for (int p = 0; p < 256; ++p) q.table[static_cast<std::size_t>(p)] = static_cast<std::int8_t>(p >> 1);
+  q.exponent = -7;
+  return q;
+}
+
+PixelQuant pixel_quant_normalised(std::int32_t mean_e4, std::int32_t std_e4) {
+  ZT_CHECK(std_e4 >= 1 && std_e4 <= 1000000 && mean_e4 >= -10000 && mean_e4 <= 10000);
+  // v(p) = (10^4·p − 255·mean) / (255·std); R = top / std with top = max(|mean|, |10^4 − mean|).
+  const std::int64_t top = std::max(std::abs(std::int64_t{mean_e4}), std::abs(10000 - std::int64_t{mean_e4}));
+  const std::int64_t sd = std_e4;
+  int b = 0;                                  // b = ⌈log2 R⌉, the smallest b with R ≤ 2^b
+  while (top > (sd << b)) ++b;                // R > 2^b
+  while (b <= 0 && (top << (1 - b)) <= sd) --b;  // R ≤ 2^(b−1) (b ≥ 1 is minimal already)
+  const int k = kInt8Bits - b;                // value = v · 2^k, k in [−8, 15] here
+  PixelQuant q;
+  q.exponent = -k;
+  for (int p = 0; p < 256; ++p) {
+    std::int64_t num = 10000 * std::int64_t{p} - 255 * std::int64_t{mean_e4};
+    std::int64_t den = 255 * sd;
+    if (k >= 0) num *= std::int64_t{1} << k; else den *= std::int64_t{1} << -k;
+    const std::int64_t m = std::min<std::int64_t>((2 * std::abs(num) + den) / (2 * den), kInt8Max);
+    q.table[static_cast<std::size_t>(p)] = static_cast<std::int8_t>(num < 0 ? -m : m);
+  }
+  return q;
+}
+
+void quantize_pixels_s8(const std::uint8_t* p, std::size_t n, const PixelQuant& q, std::int8_t* x) {
+  for (std::size_t i = 0; i < n; ++i) x[i] = q.table[p[i]];
 }
 
 RequantizeS32S8Fn select_requantize_s32_s8(Isa isa) {
