@@ -447,12 +447,14 @@ class Int8Step final : public StepRunner {
     std::vector<std::uint8_t> pixels(net_->input_shape().numel() * std::size_t(batch));
     for (auto& p : pixels) p = std::uint8_t(rng() % 256);
     x_.resize(pixels.size());
-    quantize_pixels_s8(pixels.data(), pixels.size(), pixel_quant_shift(), x_.data());
+    const PixelQuant q = pixel_quant_shift();
+    quantize_pixels_s8(pixels.data(), pixels.size(), q, x_.data());
+    x_exp_ = q.exponent;
     y_.resize(std::size_t(batch));
     for (auto& l : y_) l = std::uint8_t(rng() % 10);
   }
   void step(std::uint64_t seed, telemetry::PhaseTimes& times) override {
-    train::int8_step(*trainer_, *estimator_, x_.data(), pixel_quant_shift().exponent, n_, y_.data(), net_->num_classes(), seed,
+    train::int8_step(*trainer_, *estimator_, x_.data(), x_exp_, n_, y_.data(), net_->num_classes(), seed,
                      h_, train::Int8Sign::kFloat);
     const auto ns = trainer_->take_phase_ns();
     for (int p = 0; p < telemetry::kNumPhases; ++p)
@@ -466,6 +468,7 @@ class Int8Step final : public StepRunner {
   std::unique_ptr<train::ZoEstimator> estimator_;
   train::Int8Hyper h_;
   std::vector<std::int8_t> x_;
+  int x_exp_ = 0;
   std::vector<std::uint8_t> y_;
 };
 
