@@ -240,10 +240,11 @@ const std::vector<Key>& schema() {
        "perturbation range of int8 ZO (u uniform in [-r_max, r_max])"},
       {"int8.b_zo", Type::kIntSchedule, ZT_FIELD(int8.b_zo), closed(1, 7), {},
        "bits of the int8 ZO update"},
-      {"int8.b_bp", Type::kIntSchedule, ZT_FIELD(int8.b_bp), closed(1, 15), {},
-       "bits of the NITI backprop weight update (acts as the learning rate); auto = per "
+      {"int8.b_bp", Type::kIntSchedule, ZT_FIELD(int8.b_bp), closed(0, 15), {},
+       "bits of the NITI backprop weight update (acts as the learning rate; 0 = below one "
+       "int8 unit: the largest element moves by 0 or 1); auto = per "
        "architecture: LeNet-5 5, 4 from epoch 20, 3 from 50 (NITI's); PointNet 3, 2, 1 "
-       "(docs/design.md §5.5)", "auto"},
+       "(and 0 from epoch 90 with a ZO part) (docs/design.md §5.5)", "auto"},
       {"int8.p_zero", Type::kNumberSchedule, ZT_FIELD(int8.p_zero), closed(0, 1), {},
        "sparsity of the int8 perturbation (the share of zeros in z; 1 = z all zero, the ZO part "
        "frozen); auto = per architecture: "
@@ -1085,11 +1086,16 @@ const std::vector<ZoPreset>& zo_presets() {
   return kPresets;
 }
 
-Schedule resolve_b_bp(const ExperimentConfig& cfg) {
+Schedule resolve_b_bp(const ExperimentConfig& cfg, int partition) {
   if (!cfg.int8.b_bp.points.empty()) return cfg.int8.b_bp;
   // NITI's schedule; PointNet's per-point layers sum their gradients over batch × points, so
-  // the same bit count moves far more of their weights per step (docs/design.md §5.5).
-  if (cfg.model.arch == Arch::kPointNet) return Schedule{{{0, 3.0}, {20, 2.0}, {50, 1.0}}};
+  // the same bit count moves far more of their weights per step (docs/design.md §5.5). With a
+  // ZO part, the head's step falls below one unit for the last ten epochs (chosen on a
+  // validation split: docs/results/tuning/int8-pointnet-p-zero.md).
+  if (cfg.model.arch == Arch::kPointNet) {
+    if (partition == 0) return Schedule{{{0, 3.0}, {20, 2.0}, {50, 1.0}}};
+    return Schedule{{{0, 3.0}, {20, 2.0}, {50, 1.0}, {90, 0.0}}};
+  }
   return Schedule{{{0, 5.0}, {20, 4.0}, {50, 3.0}}};
 }
 

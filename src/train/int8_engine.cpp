@@ -43,7 +43,7 @@ class Int8Engine final : public Engine {
     trainer_ = std::make_unique<Int8Trainer>(*net_, o);
     estimator_ = make_estimator(cfg.zo.estimator, static_cast<int>(cfg.zo.queries));
     sign_ = cfg.int8.sign;
-    b_bp_ = config::resolve_b_bp(cfg);
+    b_bp_ = config::resolve_b_bp(cfg, c_);
     p_zero_ = config::resolve_p_zero(cfg);
     const std::size_t in = net_->input_shape().numel() * static_cast<std::size_t>(batch);
     points_ = config::dataset(cfg.data.dataset).input == config::InputKind::kPoints;

@@ -162,7 +162,8 @@ TEST(ConfigTest, OutOfRange) {
       {R"({"int8": {"r_max": 128}})", "int8.r_max", "in [1, 127]"},
       {R"({"int8": {"b_zo": 0}})", "int8.b_zo", "in [1, 7]"},
       {R"({"int8": {"b_zo": 8}})", "int8.b_zo", "in [1, 7]"},
-      {R"({"int8": {"b_bp": 16}})", "int8.b_bp", "in [1, 15]"},
+      {R"({"int8": {"b_bp": 16}})", "int8.b_bp", "in [0, 15]"},
+      {R"({"int8": {"b_bp": -1}})", "int8.b_bp", "in [0, 15]"},
       {R"({"int8": {"p_zero": 1.01}})", "int8.p_zero", "in [0, 1]"},
       {R"({"int8": {"p_zero": -0.1}})", "int8.p_zero", "in [0, 1]"},
   };
@@ -550,10 +551,12 @@ TEST(ConfigInt8Test, Defaults) {
   EXPECT_EQ(name(c.int8.sign), "float");
   EXPECT_EQ(c.int8.b_zo.points, (Points{{0, 1}}));
   EXPECT_TRUE(c.int8.b_bp.points.empty());  // auto
-  EXPECT_EQ(resolve_b_bp(c).points, (Points{{0, 5}, {20, 4}, {50, 3}}));  // LeNet-5: NITI's
+  EXPECT_EQ(resolve_b_bp(c, 3).points, (Points{{0, 5}, {20, 4}, {50, 3}}));  // LeNet-5: NITI's
   const std::string pn = R"("model": {"arch": "pointnet"}, "data": {"dataset": "modelnet40"})";
-  EXPECT_EQ(resolve_b_bp(parse("{" + pn + "}")).points, (Points{{0, 3}, {20, 2}, {50, 1}}));
-  EXPECT_EQ(resolve_b_bp(parse("{" + pn + R"(, "int8": {"b_bp": 4}})")).points, (Points{{0, 4}}));
+  EXPECT_EQ(resolve_b_bp(parse("{" + pn + "}"), 6).points,  // with a ZO part (Cls1: C = 6)
+            (Points{{0, 3}, {20, 2}, {50, 1}, {90, 0}}));
+  EXPECT_EQ(resolve_b_bp(parse("{" + pn + "}"), 0).points, (Points{{0, 3}, {20, 2}, {50, 1}}));
+  EXPECT_EQ(resolve_b_bp(parse("{" + pn + R"(, "int8": {"b_bp": 4}})"), 6).points, (Points{{0, 4}}));
   EXPECT_TRUE(parse(R"({"int8": {"b_bp": "auto"}})", {"int8.b_bp=6", "int8.b_bp=auto"})
                   .int8.b_bp.points.empty());
   EXPECT_TRUE(c.int8.p_zero.points.empty());  // auto
@@ -567,7 +570,7 @@ TEST(ConfigInt8Test, Defaults) {
   for (int i = 0; i < 6; ++i) {
     SCOPED_TRACE(epochs[i]);
     EXPECT_EQ(c.int8.b_zo.at(epochs[i]), 1.0);
-    EXPECT_EQ(resolve_b_bp(c).at(epochs[i]), b_bp[i]);
+    EXPECT_EQ(resolve_b_bp(c, 3).at(epochs[i]), b_bp[i]);
     EXPECT_EQ(resolve_p_zero(c).at(epochs[i]), p_zero[i]);
   }
   // The parsed defaults are the struct's defaults.
@@ -679,8 +682,8 @@ TEST(ConfigInt8Test, ScheduleErrorsNameTheKey) {
        "int8.b_bp: schedule key '9999999999' is not an epoch number"},
       {R"({"int8": {"p_zero": {"0": 0.5, "20": 1.5}}})",
        "config.json: int8.p_zero: value 1.5 at epoch 20 is outside [0, 1]"},
-      {R"({"int8": {"b_bp": {"0": 5, "20": 0}}})",
-       "int8.b_bp: value 0 at epoch 20 is outside [1, 15]"},
+      {R"({"int8": {"b_bp": {"0": 5, "20": -1}}})",
+       "int8.b_bp: value -1 at epoch 20 is outside [0, 15]"},
       {R"({"int8": {"b_zo": {"0": 9}}})", "int8.b_zo: value 9 at epoch 0 is outside [1, 7]"},
       {R"({"int8": {"b_bp": {"0": 4.5}}})",
        "int8.b_bp: value 4.5 at epoch 0 is not an integer"},
@@ -690,7 +693,7 @@ TEST(ConfigInt8Test, ScheduleErrorsNameTheKey) {
        "config.json: int8.b_bp: schedule must start at epoch 0"},
       {R"({"int8": {"b_bp": {}}})", "int8.b_bp: schedule must start at epoch 0"},
       {R"({"int8": {"b_bp": {"0": 5, "00": 4}}})", "int8.b_bp: schedule key '00' repeats epoch 0"},
-      {R"({"int8": {"b_bp": 4.5}})", "key 'int8.b_bp' must be an integer in [1, 15] or a schedule"},
+      {R"({"int8": {"b_bp": 4.5}})", "key 'int8.b_bp' must be an integer in [0, 15] or a schedule"},
       {R"({"int8": {"b_bp": "fast"}})", "key 'int8.b_bp' must be", "\"fast\""},
       {R"({"int8": {"b_bp": [5, 4]}})", "key 'int8.b_bp' must be",
        "schedule {\"0\": value, \"<epoch>\": value, ...}, got [5,4]"},
@@ -714,7 +717,7 @@ TEST(ConfigInt8Test, OverrideErrors) {
   // 1 itself is allowed: z all zero, the ZO part frozen from that epoch on.
   EXPECT_EQ(parse("{}", {R"(int8.p_zero={"0":0.3,"20":1})"}).int8.p_zero.at(20), 1.0);
   expect_error([] { parse("{}", {"int8.b_bp=abc"}); },
-               {"--set", "key 'int8.b_bp' must be an integer in [1, 15] or a schedule", "\"abc\""});
+               {"--set", "key 'int8.b_bp' must be an integer in [0, 15] or a schedule", "\"abc\""});
   expect_error([] { parse("{}", {"int8.b_bp={0:5}"}); },  // not JSON: taken as text
                {"--set", "key 'int8.b_bp' must be", "\"{0:5}\""});
   expect_error([] { parse("{}", {"int8.sign=exact"}); },
@@ -769,7 +772,7 @@ TEST(ConfigInt8Test, KeysHelp) {
   EXPECT_NE(help.find("  int8.r_max (integer in [1, 127], default 3): perturbation range"),
             std::string::npos)
       << help;
-  EXPECT_NE(help.find("  int8.b_bp (integer in [1, 15] or {\"epoch\": value} schedule or auto, "
+  EXPECT_NE(help.find("  int8.b_bp (integer in [0, 15] or {\"epoch\": value} schedule or auto, "
                       "default \"auto\"): "),
             std::string::npos)
       << help;

@@ -42,7 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // What a run resolves from the config next (each may refuse it with zt::Error).
   try {
     (void)zt::config::resolve_batch_size(cfg);
-    const zt::config::Schedule b_bp = zt::config::resolve_b_bp(cfg);
+    const zt::config::Schedule b_bp = zt::config::resolve_b_bp(cfg, 1);
     const zt::config::Schedule p_zero = zt::config::resolve_p_zero(cfg);
     for (std::int64_t epoch : {0, 1, 19, 20, 1000}) {
       (void)b_bp.at(epoch);

@@ -303,7 +303,7 @@ TEST_P(QuantS8Test, UpdateWeightsBitExactSweepWithGuards) {
   const auto up = select_update_weights_s8(GetParam());
   for (std::size_t n : kSizes) {
     for (int gbits : {1, 4, 9, 17, 31, 32}) {
-      for (int bits : {3, 5}) {
+      for (int bits : {0, 1, 3, 5}) {  // 0: the update's largest element becomes 0 or 1
         const auto g = random_s32(n, 7 * n + gbits, gbits);
         const auto w0 = random_s8(n, n + 17 * gbits);
         auto want = w0;
@@ -338,7 +338,7 @@ TEST_P(QuantS8Test, ExtremesEverywhereMatchTheReference) {
       EXPECT_TRUE(std::equal(want.begin(), want.end(), y.begin())) << "n=" << n << " x=" << xv;
       for (std::size_t g = 0; g < kGuardTail; ++g) ASSERT_EQ(y[n + g], kGuardS8) << "n=" << n;
       for (std::int8_t wv : {std::int8_t{-128}, std::int8_t{127}}) {
-        for (int bits : {1, 5, 31, 40}) {
+        for (int bits : {0, 1, 5, 31, 40}) {
           auto w_want = std::vector<std::int8_t>(n, wv);
           auto w = w_want;
           w.resize(n + kGuardTail, kGuardS8);

@@ -158,9 +158,10 @@ std::int64_t resolve_batch_size(const ExperimentConfig& cfg);
 // elastic_zo the partition alone is the knob, C = 0 (Full BP) and C = L (Full ZO) included.
 // Throws zt::Error naming `method.partition` when C > L.
 int resolve_partition(const MethodConfig& m, int num_layers);
-// int8.b_bp, "auto" resolved: LeNet-5 5 / 4 from epoch 20 / 3 from 50 (NITI's), PointNet
-// 3 / 2 / 1 at the same epochs (docs/design.md §5.5).
-Schedule resolve_b_bp(const ExperimentConfig& cfg);
+// int8.b_bp, "auto" resolved for the partition C (resolve_partition()): LeNet-5 5 / 4 from
+// epoch 20 / 3 from 50 (NITI's), PointNet 3 / 2 / 1 at the same epochs and, when C > 0 (a ZO
+// part), 0 from epoch 90 (docs/design.md §5.5).
+Schedule resolve_b_bp(const ExperimentConfig& cfg, int partition);
 // int8.p_zero, "auto" resolved: LeNet-5 0.33 / 0.5 from epoch 20 / 0.9 from 50 (the paper's);
 // PointNet 0.97, then 0.99 from epoch 75 (chosen on a validation split:
 // docs/results/tuning/int8-pointnet-p-zero.md).

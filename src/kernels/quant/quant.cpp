@@ -105,7 +105,7 @@ int update_weights_s8_portable(std::int8_t* w, const std::int32_t* g, std::size_
       psto_subtract_span(w + b0, g + b0, len, s);
     });
   } else {
-    return update_weights_s8_ref(w, g, n, bits);  // bits < 1: not a real setting
+    return update_weights_s8_ref(w, g, n, bits);  // s = 32: |g| reached 2^31 with bits = 0
   }
   return s;
 }

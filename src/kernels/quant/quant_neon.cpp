@@ -141,7 +141,7 @@ int update_weights_s8_neon(std::int8_t* w, const std::int32_t* g, std::size_t n,
   } else if (s <= 31) {
     Chunks::for_each(n, [&](std::size_t b0, std::size_t len) { psto_subtract_span(w + b0, g + b0, len, s); });
   } else {
-    return update_weights_s8_ref(w, g, n, bits);  // bits < 1: not a real setting
+    return update_weights_s8_ref(w, g, n, bits);  // s = 32: |g| reached 2^31 with bits = 0
   }
   return s;
 }
