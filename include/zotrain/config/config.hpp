@@ -90,7 +90,7 @@ struct Int8Config {
   std::int64_t r_max = 3;              // perturbation u uniform in [-r_max, r_max]
   Schedule b_zo{{{0, 1.0}}};           // bits of the int8 ZO update
   Schedule b_bp;                       // bits of the NITI BP update (the lr); empty = auto
-                                       // (resolve_b_bp(): per architecture)
+                                       // (resolve_b_bp(): per architecture and partition)
   Schedule p_zero;                     // sparsity of the perturbation; empty = auto
                                        // (resolve_p_zero(): per architecture)
   Int8Sign sign = Int8Sign::kFloat;   // float (INT8) | integer (INT8*, fixed point) | integer_eq12
