@@ -50,7 +50,7 @@
 # Usage: scripts/a53-model.sh [--build-dir DIR] [--batch B | --fp32-batch B --int8-batch B]
 #          [--no-equal] [--methods full_bp,full_zo,cls1,cls2]
 #          [--precisions fp32,int8] [--coverage 0.995] [--iterations 100] [--top 15]
-#          [--build] [--sanity] [--keep DIR] [--cache-direction]
+#          [--build] [--sanity] [--keep DIR] [--cache-direction] [--perturbation S]
 #        scripts/a53-model.sh --compare BENCH.json [--model-dir DIR] [--ghz 1.0] [--efficiency 0.75]
 #   --sanity  only the llvm-mca sanity check (FMLA / SMULL-SMLAL2-SADALP loops vs published).
 #   --compare BENCH.json  no model run: a board's `zotrain bench --only steps --json` against the
@@ -60,6 +60,7 @@
 #             and the phase shares side by side, then FP32 @ 32 / int8 @ 256 per sample.
 #   --keep DIR  keep the reduced traces (<prec>-<method>-<batch>.tsv) and results (.json) in DIR.
 #   --cache-direction  FP32 steps with zo.cache_direction (`zotrain bench --cache-direction`).
+#   --perturbation S   FP32 steps' zo.perturbation: gaussian (default), rademacher or uniform.
 #   --build   (re)build build-dir's zotrain first (preset aarch64, -j1); built anyway if missing.
 # The default set (16 runs) takes ~7 min on the 2-core development host.
 # stdout: markdown tables; progress on stderr.
@@ -103,6 +104,9 @@ while [[ $# -gt 0 ]]; do
     --keep) need "$@"; keep="$2"; shift 2 ;;
     --build) build=1; shift ;;
     --cache-direction) bench_extra+=(--cache-direction); shift ;;
+    --perturbation) need "$@"; [[ "$2" =~ ^(gaussian|rademacher|uniform)$ ]] ||
+                      die "--perturbation: expected gaussian, rademacher or uniform, got '$2'"
+                    bench_extra+=(--perturbation "$2"); shift 2 ;;
     --sanity) sanity=1; shift ;;
     --compare) need "$@"; compare="$2"; shift 2 ;;
     --model-dir) need "$@"; model_dir="$2"; shift 2 ;;

@@ -397,7 +397,8 @@ constexpr float kZoLr = 1e-3f, kBpLr = 0.05f;  // README defaults (SGD)
 
 class Fp32Step final : public StepRunner {
  public:
-  Fp32Step(const Method& m, int batch, Isa isa, bool cache_direction)
+  // The FP32 ZO settings come from the bench options (--cache-direction, --perturbation).
+  Fp32Step(const Method& m, int batch, Isa isa, const BenchOptions& bo)
       : n_(batch), model_(nn::make_lenet5(isa)) {
     model_->init(1);
     train::Fp32TrainerOptions o;
@@ -406,7 +407,8 @@ class Fp32Step final : public StepRunner {
     o.batch_size = batch;
     o.eps = 1e-3f;
     o.grad_clip = 2.0f;
-    o.cache_direction = cache_direction;
+    o.cache_direction = bo.cache_direction;
+    o.perturbation = kernels::perturb_source(bo.perturbation);
     trainer_ = std::make_unique<train::Fp32Trainer>(*model_, o);
     std::mt19937 rng(7);
     x_.resize(model_->input_floats() * std::size_t(batch));
@@ -473,9 +475,9 @@ class Int8Step final : public StepRunner {
 };
 
 std::unique_ptr<StepRunner> make_step(config::Precision precision, const Method& m, int batch, int threads,
-                                      Isa isa, bool cache_direction) {
+                                      Isa isa, const BenchOptions& o) {
   switch (precision) {
-    case config::Precision::kFp32: return std::make_unique<Fp32Step>(m, batch, isa, cache_direction);
+    case config::Precision::kFp32: return std::make_unique<Fp32Step>(m, batch, isa, o);
     case config::Precision::kInt8: return std::make_unique<Int8Step>(m, batch, threads, isa);
   }
   throw Error("bench: unknown precision");
@@ -556,7 +558,7 @@ json bench_steps(const BenchOptions& o, int threads, bool print) {
       for (int mi = 0; mi < 4; ++mi) {
         const Config& c = configs[ci];
         const Method& m = config::named_settings()[mi];
-        auto runner = make_step(c.precision, m, c.batch, threads, paths[pi], o.cache_direction);
+        auto runner = make_step(c.precision, m, c.batch, threads, paths[pi], o);
         const StepResult r = time_steps(*runner, target, min_steps);
         res[pi][std::size_t(ci)][std::size_t(mi)] = r;
         json j = step_json(r);
@@ -634,15 +636,18 @@ int run_bench(const BenchOptions& o) {
     const int batch = o.batch > 0 ? o.batch
                       : precision == config::Precision::kInt8 ? lenet5.int8_batch
                                                               : lenet5.fp32_batch;
-    auto runner = make_step(precision, m, batch, threads, best_isa(), o.cache_direction);
+    auto runner = make_step(precision, m, batch, threads, best_isa(), o);
     telemetry::PhaseTimes times;
     for (int i = 0; i < o.run_steps; ++i) {
       zt_bench_step_boundary(i);
       runner->step(1 + std::uint64_t(i), times);
     }
     zt_bench_step_boundary(o.run_steps);
-    std::printf("ran %d %s %s step%s, batch %d, kernel path %s\n", o.run_steps, o.precision.c_str(), m.key,
-                o.run_steps == 1 ? "" : "s", batch, isa_name(best_isa()));
+    const std::string zo = precision == config::Precision::kFp32
+                               ? ", zo.perturbation " + o.perturbation + (o.cache_direction ? ", cached" : "")
+                               : "";
+    std::printf("ran %d %s %s step%s, batch %d, kernel path %s%s\n", o.run_steps, o.precision.c_str(), m.key,
+                o.run_steps == 1 ? "" : "s", batch, isa_name(best_isa()), zo.c_str());
     return 0;
   }
   find_method(o.method);
@@ -655,6 +660,7 @@ int run_bench(const BenchOptions& o) {
                 o.quick ? " --quick (figures are not meaningful)" : "", cpu_name().c_str(), paths.c_str(),
                 isa_name(best_isa()), std::getenv("ZT_ISA") ? " (ZT_ISA)" : "", threads, threads == 1 ? "" : "s");
   json out = {{"version", ZT_VERSION}, {"cpu", cpu_name()}, {"threads", threads}, {"quick", o.quick}, {"cache_direction", o.cache_direction},
+              {"perturbation", o.perturbation},
               {"paths", json::array()}, {"best_path", isa_name(best_isa())}};
   for (Isa i : available_isas()) out["paths"].push_back(isa_name(i));
   if (o.only.empty() || o.only == "kernels") out["kernels"] = bench_kernels(o, threads, print);

@@ -153,6 +153,10 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   bench->add_flag("--cache-direction", bench_opt.cache_direction,
                   "FP32 steps with zo.cache_direction (z drawn once per step into a buffer)");
+  bench->add_option("--perturbation", bench_opt.perturbation,
+                    "FP32 steps' zo.perturbation: gaussian, rademacher or uniform")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"gaussian", "rademacher", "uniform"}));
   bench->footer(
       "The kernel path the trainers use is the fastest available one; ZT_ISA=reference|portable|neon|\n"
       "neon-dot forces another (e.g. ZT_ISA=portable zotrain bench --only steps). Timings under qemu\n"
