@@ -282,11 +282,16 @@ std::vector<KernelCase> kernel_cases(Buffers& buf, int B, int rows, int threads)
     float* theta = buf.f32(m.f32);
     const std::size_t nf = m.f32, ns = m.s8;
     auto sign = std::make_shared<int>(1);  // alternate ±: keep theta where it started
-    cases.push_back({"perturb_f32", m.model + " gaussian pass n=" + std::to_string(nf), double(nf), Unit::kNsPerElement,
-                     false, [=](Isa i) {
-                       *sign = -*sign;
-                       select_perturb_gaussian_f32(i)(theta, nf, 1234, 0, 0, 1e-3f * float(*sign));
-                     }});
+    // Rademacher and uniform have one fast path for every ISA (generic vectors).
+    for (PerturbSource src : {PerturbSource::kGaussian, PerturbSource::kRademacher, PerturbSource::kUniform}) {
+      const bool one = src != PerturbSource::kGaussian;
+      cases.push_back({"perturb_f32",
+                       m.model + " " + perturb_source_name(src) + (one ? " (one path)" : " pass") + " n=" + std::to_string(nf),
+                       double(nf), Unit::kNsPerElement, one, [=](Isa i) {
+                         *sign = -*sign;
+                         select_perturb_f32(src, i)(theta, nf, 1234, 0, 0, 1e-3f * float(*sign));
+                       }});
+    }
     std::int8_t* w8 = buf.s8(ns);
     PerturbS8Params pp;
     pp.seed = 99;
@@ -326,7 +331,7 @@ json bench_kernels(const BenchOptions& o, int threads, bool print) {
     std::printf("\n== kernels: LeNet-5 batch %d, PointNet per-point layers x%d rows, %d thread%s "
                 "(best of %d loops of >= %.0f ms; 2 ops per MAC; best = %s, the trainers' path) ==\n",
                 B, rows, threads, threads == 1 ? "" : "s", reps, target * 1e3, isa_name(best));
-    std::printf("%-14s %-36s %7s %8s", "family", "case", "Mop", "unit");
+    std::printf("%-14s %-40s %7s %8s", "family", "case", "Mop", "unit");
     for (Isa i : isas) std::printf(" %10s", isa_name(i));
     std::printf(" %9s\n", "best/port");
   }
@@ -335,7 +340,7 @@ json bench_kernels(const BenchOptions& o, int threads, bool print) {
   for (const KernelCase& c : cases) {
     json res = json::object();
     double r_port = 0, r_best = 0;
-    if (print) std::printf("%-14s %-36s %7.2f %8s", c.family == family ? "" : c.family.c_str(), c.name.c_str(),
+    if (print) std::printf("%-14s %-40s %7.2f %8s", c.family == family ? "" : c.family.c_str(), c.name.c_str(),
                            c.work * 1e-6, unit_name(c.unit));
     family = c.family;
     for (Isa i : isas) {

@@ -81,10 +81,12 @@ struct Vec {
 // Keyed 32-bit hash: the multiply–xorshift rounds of triple32 (C. Wellons, hash-prospector; a
 // near-ideal avalanche 32-bit permutation) with a key mixed in before the first two multiplies, so
 // that different keys give unrelated orderings of the counter space (not shifted copies).
+// pair_hash_rest is the hash from its third step on; pair_hash_block_base gives the first two
+// steps (x ^= k0, x ^= x >> 17) for all the counters c0 + j of a block at once (c0 a multiple of
+// 16, j < 16, so c0 + j = c0 ^ j and the lanes differ in bits 0-3 only: x >> 17 is the same in
+// every lane): pair_hash(c0 + j, k0, k1) == pair_hash_rest(pair_hash_block_base(c0, k0) ^ j, k1).
 template <class L>
-inline typename L::U pair_hash(typename L::U x, std::uint32_t k0, std::uint32_t k1) {
-  x ^= k0;
-  x ^= x >> 17;
+inline typename L::U pair_hash_rest(typename L::U x, std::uint32_t k1) {
   x *= 0xed5ad4bbU;
   x ^= x >> 11;
   x ^= k1;
@@ -93,6 +95,18 @@ inline typename L::U pair_hash(typename L::U x, std::uint32_t k0, std::uint32_t 
   x *= 0x31848babU;
   x ^= x >> 14;
   return x;
+}
+
+template <class L>
+inline typename L::U pair_hash(typename L::U x, std::uint32_t k0, std::uint32_t k1) {
+  x ^= k0;
+  x ^= x >> 17;
+  return pair_hash_rest<L>(x, k1);
+}
+
+inline std::uint32_t pair_hash_block_base(std::uint32_t c0, std::uint32_t k0) {
+  const std::uint32_t x = c0 ^ k0;
+  return x ^ (x >> 17);
 }
 
 // sqrt(w), w ≥ −0: IEEE sqrt (correctly rounded everywhere, so every path and architecture gets

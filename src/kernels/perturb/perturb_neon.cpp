@@ -57,17 +57,16 @@ template <int M>
 }
 
 // The first two steps of pair_hash, x = c ^ k0 then x ^= x >> 17, for the counters c0 + j of a
-// block (c0 a multiple of 16, j < 16, so c0 + j = c0 ^ j): the lanes differ in bits 0–3 only, so
-// x >> 17 is (c0 ^ k0) >> 17 in every lane, and both steps are one XOR of j with a per-block
-// constant. Exact for every counter; one XOR per vector and hash, where there were three and
-// the counter's add.
+// block: one XOR of j with the per-block constant pair_hash_block_base (perturb_internal.hpp).
+// Exact for every counter; one XOR per vector and hash, where there were three and the
+// counter's add.
 template <int M>
 [[gnu::always_inline]] inline void start_hash(U4 (&x)[M], std::uint32_t c0, std::uint32_t k0) {
   static_assert(4 * M <= kPairsPerBlock);
   ZT_DCHECK(c0 % kPairsPerBlock == 0);
   static constexpr std::uint32_t kLane[kPairsPerBlock] = {0, 1, 2,  3,  4,  5,  6,  7,
                                                           8, 9, 10, 11, 12, 13, 14, 15};
-  const U4 base = vdupq_n_u32(c0 ^ k0 ^ ((c0 ^ k0) >> 17));
+  const U4 base = vdupq_n_u32(pair_hash_block_base(c0, k0));
   ZT_EACH(i) x[i] = veorq_u32(base, vld1q_u32(kLane + 4 * i));
 }
 

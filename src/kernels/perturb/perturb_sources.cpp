@@ -43,14 +43,17 @@ inline typename L::F uniform_from_hash(typename L::U h) {
 }
 
 template <PerturbSource S, class L>
-inline PairT<L> source_pair(const Keys& k, typename L::U c) {
-  const auto a = pair_hash<L>(c, k.a0, k.a1);
-  const auto b = pair_hash<L>(c, k.b0, k.b1);
+inline typename L::F from_hash(typename L::U h) {
   if constexpr (S == PerturbSource::kRademacher) {
-    return PairT<L>{rademacher_from_hash<L>(a), rademacher_from_hash<L>(b)};
+    return rademacher_from_hash<L>(h);
   } else {
-    return PairT<L>{uniform_from_hash<L>(a), uniform_from_hash<L>(b)};
+    return uniform_from_hash<L>(h);
   }
+}
+
+template <PerturbSource S, class L>
+inline PairT<L> source_pair(const Keys& k, typename L::U c) {
+  return PairT<L>{from_hash<S, L>(pair_hash<L>(c, k.a0, k.a1)), from_hash<S, L>(pair_hash<L>(c, k.b0, k.b1))};
 }
 
 template <PerturbSource S>
@@ -61,29 +64,52 @@ float element_ref(std::uint64_t seed, std::uint64_t stream, std::uint64_t index)
   return takes_sin(index) ? z.z1 : z.z0;
 }
 
-constexpr int kW = 16;  // one block per step: the transform is a few integer ops per element
+// One block per step, computed in pieces of one native vector (aarch64 and armhf: 4 pairs,
+// elements 4q.. and 16 + 4q..), each piece's halves loaded and stored straight from θ. The
+// hashes' first two steps are folded per block (pair_hash_block_base). Written as one 16-lane
+// vector (counters built lane by lane, the result copied out of a 64-byte temporary), GCC
+// assembled the counters and the results on the stack on aarch64: 7.8 instructions per weight;
+// this is about 4.5.
+#if defined(__AVX512F__)
+constexpr int kPiece = 16;
+#elif defined(__AVX__)
+constexpr int kPiece = 8;
+#else
+constexpr int kPiece = 4;
+#endif
+static_assert(kPairsPerBlock % kPiece == 0);
 
 template <PerturbSource S>
 struct SourceGen {
-  using Scale = Vec<kPairsPerBlock>::F;
+  using V = Vec<kPiece>;
+  using Scale = V::F;
   static Scale splat(float s) { return Scale{} + s; }
   static constexpr std::uint64_t kStep = 1;
   template <bool kFill>
   static void block(float* out, const Keys& k, std::uint32_t c0, Scale scale) {
-    using V = Vec<kW>;
-    typename V::U c;
-    for (int q = 0; q < kW; ++q) c[q] = c0 + static_cast<std::uint32_t>(q);
-    PairT<V> z = source_pair<S, V>(k, c);
-    constexpr std::size_t kHalf = kPairsPerBlock * sizeof(float);
-    if constexpr (!kFill) {
-      Scale lo, hi;
-      std::memcpy(&lo, out, kHalf);
-      std::memcpy(&hi, out + kPairsPerBlock, kHalf);
-      z.z0 = lo + scale * z.z0;
-      z.z1 = hi + scale * z.z1;
+    ZT_DCHECK(c0 % kPairsPerBlock == 0);
+    static constexpr std::uint32_t kLanes[kPairsPerBlock] = {0, 1, 2,  3,  4,  5,  6,  7,
+                                                             8, 9, 10, 11, 12, 13, 14, 15};
+    const std::uint32_t base_a = pair_hash_block_base(c0, k.a0);
+    const std::uint32_t base_b = pair_hash_block_base(c0, k.b0);
+#pragma GCC unroll 4
+    for (int q = 0; q < kPairsPerBlock; q += kPiece) {
+      V::U lane;
+      std::memcpy(&lane, kLanes + q, sizeof lane);
+      V::F z0 = from_hash<S, V>(pair_hash_rest<V>(lane ^ base_a, k.a1));
+      V::F z1 = from_hash<S, V>(pair_hash_rest<V>(lane ^ base_b, k.b1));
+      float* lo = out + q;  // memcpy: θ need not be aligned (one load / store each)
+      float* hi = out + kPairsPerBlock + q;
+      if constexpr (!kFill) {
+        V::F t0, t1;
+        std::memcpy(&t0, lo, sizeof t0);
+        std::memcpy(&t1, hi, sizeof t1);
+        z0 = t0 + scale * z0;
+        z1 = t1 + scale * z1;
+      }
+      std::memcpy(lo, &z0, sizeof z0);
+      std::memcpy(hi, &z1, sizeof z1);
     }
-    std::memcpy(out, &z.z0, kHalf);
-    std::memcpy(out + kPairsPerBlock, &z.z1, kHalf);
   }
   template <bool kFill>
   static void step(float* out, const Keys& k, std::uint32_t c0, Scale scale) {
