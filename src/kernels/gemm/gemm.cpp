@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "../native_lanes.hpp"
 #include "../select_isa.hpp"
 #include "gemm_internal.hpp"
 #include "zotrain/kernels/gemm.hpp"
@@ -11,13 +12,7 @@
 namespace zt::kernels {
 namespace {
 
-#if defined(__AVX512F__)
-constexpr int kLanes = 16;
-#elif defined(__AVX__)
-constexpr int kLanes = 8;
-#else
-constexpr int kLanes = 4;
-#endif
+constexpr int kLanes = kNativeF32Lanes;
 
 typedef float VecF __attribute__((vector_size(kLanes * sizeof(float))));
 typedef float VecFU __attribute__((vector_size(kLanes * sizeof(float)), aligned(4), may_alias));

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "../chunked_parallel.hpp"
+#include "../native_lanes.hpp"
 #include "../select_isa.hpp"
 #include "perturb_driver.hpp"
 #include "perturb_internal.hpp"
@@ -70,13 +71,7 @@ float element_ref(std::uint64_t seed, std::uint64_t stream, std::uint64_t index)
 // vector (counters built lane by lane, the result copied out of a 64-byte temporary), GCC
 // assembled the counters and the results on the stack on aarch64: 7.8 instructions per weight;
 // this is about 4.5.
-#if defined(__AVX512F__)
-constexpr int kPiece = 16;
-#elif defined(__AVX__)
-constexpr int kPiece = 8;
-#else
-constexpr int kPiece = 4;
-#endif
+constexpr int kPiece = kNativeF32Lanes;
 static_assert(kPairsPerBlock % kPiece == 0);
 
 template <PerturbSource S>
