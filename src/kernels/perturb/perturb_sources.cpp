@@ -7,7 +7,8 @@
 //   uniform:    √3 · (2·(h >> 8) + 1 − 2^24) · 2^-24        (h >> 8 ∈ [0, 2^24): symmetric, mean 0)
 // Integer ops, one exact int→float conversion and one rounded multiply: the same bits on every
 // path and architecture. The reference is one element at a time; the fast path runs the same
-// template over 16·k lanes through the Gaussian's block and thread driver (perturb_driver.hpp).
+// templates on native-width vectors through the Gaussian's block and thread driver
+// (perturb_driver.hpp; SourceGen below).
 #include <algorithm>
 #include <array>
 #include <cmath>
