@@ -8,6 +8,9 @@
 #include <mutex>
 #include <system_error>
 #include <utility>
+#include <vector>
+
+#include <zlib.h>
 
 #include "hdf5_util.hpp"
 #include "zotrain/core/error.hpp"
@@ -59,13 +62,15 @@ const char* class_text(H5T_class_t c) {
   }
 }
 
-// libhdf5 1.10 (Debian 12's) reads the root group's local heap without checking it: a file whose
-// root symbol-table entry points at something that is not a heap, or at a heap with an empty or
+// libhdf5 1.10 (Debian 12's) trusts what the superblock points at: a file whose root
+// symbol-table entry points at something that is not a heap, or at a heap with an empty or
 // outside data segment, makes H5Lexists write through a null pointer (fuzz_modelnet40 found such
-// files), and a heap claiming a data segment larger than the file makes it allocate that much. For
-// the version 0 and 1 superblocks HDF5 and h5py write by default, the root group's B-tree and
-// heap are checked here before HDF5 reads them; other versions are left to HDF5.
-void check_root_symbol_table(const std::string& path) {
+// files), and a heap claiming a data segment larger than the file, or a driver information block
+// claiming more bytes than the file holds, makes it allocate and fill that much (a 1 KB file
+// took 2.3 GB of memory). For the version 0 and 1 superblocks HDF5 and h5py write by default,
+// the driver information block and the root group's B-tree and heap are checked here before
+// HDF5 reads them; other versions are left to HDF5.
+void check_superblock_pointers(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   in.seekg(0, std::ios::end);
   const std::uint64_t size = static_cast<std::uint64_t>(in.tellg());
@@ -94,42 +99,56 @@ void check_root_symbol_table(const std::string& path) {
   const int version = static_cast<unsigned char>(sb[8]);
   if (version > 1 || sb[13] != 8 || sb[14] != 8) return;  // 8-byte offsets and lengths only
   const std::size_t entry = version == 0 ? 56 : 60;       // the root group's symbol-table entry
-  const std::uint64_t base = u64(sb, version == 0 ? 24 : 28);
+  // Addresses count from the base address, which HDF5 takes to be where it found the superblock
+  // whatever the stored one says (H5F__super_read moves it there).
+  const std::uint64_t base = at;
+  // The optional driver information block (an undefined address is all ones): a 16-byte header
+  // whose bytes 4-7 give the length of the information that follows.
+  const std::uint64_t driver = u64(sb, entry - 8);
+  if (driver != ~std::uint64_t{0}) {
+    const std::string d = driver <= size - base ? read_at(base + driver, 16) : std::string();
+    const std::uint64_t bytes = d.size() == 16 ? 16 + uint_at(d, 4, 4) : 0;
+    if (d.size() != 16 || bytes > size - (base + driver)) {
+      fail(path, "corrupt HDF5 file: the superblock's driver information block (byte " +
+                     std::to_string(driver) + (d.size() == 16 ? ", " + std::to_string(bytes) +
+                     " bytes" : std::string()) + ") does not fit in the file (" +
+                     std::to_string(size) + " bytes), expected a ModelNet40 ply_data_*.h5 file");
+    }
+  }
   // The B-tree and heap addresses: cached in the entry (cache type 1; the type is 4 bytes, then
-  // 4 reserved ones that HDF5 ignores, so must this), else in the symbol-table message (type
+  // 4 reserved ones that HDF5 ignores, so must this), and in the symbol-table message (type
   // 0x11) of the root object header, version 1: a 16-byte prefix with the message count and the
-  // header's size, then messages of type (2 bytes), size (2), flags and padding (4), data.
-  std::uint64_t btree = 0, heap = 0;
+  // header's size, then messages of type (2 bytes), size (2), flags and padding (4), data. HDF5
+  // looks names up through the message even when the entry caches the pair, so both are checked.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> tables;  // (B-tree, heap)
   if (uint_at(sb, entry + 16, 4) == 1) {
-    btree = base + u64(sb, entry + 24);
-    heap = base + u64(sb, entry + 32);
-  } else {
-    const std::uint64_t header_at = base + u64(sb, entry + 8);
-    const std::string oh = read_at(header_at, 16);
-    if (oh.size() != 16 || oh[0] != 1) return;  // left to HDF5
+    tables.emplace_back(base + u64(sb, entry + 24), base + u64(sb, entry + 32));
+  }
+  const std::uint64_t header_at = base + u64(sb, entry + 8);
+  const std::string oh = read_at(header_at, 16);
+  if (oh.size() == 16 && oh[0] == 1) {
     const std::uint64_t messages = uint_at(oh, 2, 2), bytes = uint_at(oh, 8, 4);
     const std::string m = read_at(header_at + 16, std::min<std::uint64_t>(bytes, 1 << 16));
-    bool found = false;
     for (std::size_t i = 0, k = 0; k < messages && i + 8 <= m.size(); ++k) {
       const std::uint64_t type = uint_at(m, i, 2), len = uint_at(m, i + 2, 2);
       if (type == 0x11 && len >= 16 && i + 8 + 16 <= m.size()) {
-        btree = base + u64(m, i + 8);
-        heap = base + u64(m, i + 16);
-        found = true;
+        tables.emplace_back(base + u64(m, i + 8), base + u64(m, i + 16));
         break;
       }
       i += 8 + len;
     }
-    if (!found) return;  // a continuation or a new-style group: left to HDF5
   }
-  const std::string b = read_at(btree, 4), h = read_at(heap, 32);
-  const std::uint64_t data_size = h.size() == 32 ? u64(h, 8) : 0;
-  const std::uint64_t data_at = h.size() == 32 ? base + u64(h, 24) : 0;
-  if (b != "TREE" || h.size() != 32 || h.compare(0, 4, "HEAP") != 0 || data_size == 0 ||
-      data_at > size || data_size > size - data_at) {
-    fail(path, "corrupt HDF5 file: the root group's symbol table (B-tree at byte " +
-                   std::to_string(btree) + ", local heap at byte " + std::to_string(heap) +
-                   ") is not valid, expected a ModelNet40 ply_data_*.h5 file");
+  // Neither (a continuation, a new-style group, another header version): left to HDF5.
+  for (const auto& [btree, heap] : tables) {
+    const std::string b = read_at(btree, 4), h = read_at(heap, 32);
+    const std::uint64_t data_size = h.size() == 32 ? u64(h, 8) : 0;
+    const std::uint64_t data_at = h.size() == 32 ? base + u64(h, 24) : 0;
+    if (b != "TREE" || h.size() != 32 || h.compare(0, 4, "HEAP") != 0 || data_size == 0 ||
+        data_at > size || data_size > size - data_at) {
+      fail(path, "corrupt HDF5 file: the root group's symbol table (B-tree at byte " +
+                     std::to_string(btree) + ", local heap at byte " + std::to_string(heap) +
+                     ") is not valid, expected a ModelNet40 ply_data_*.h5 file");
+    }
   }
 }
 
@@ -143,7 +162,7 @@ h5::Id open_file(const std::string& path) {
     fail(path, "not an HDF5 file (no HDF5 signature), expected a ModelNet40 ply_data_*.h5 file");
   }
   if (is_h5 < 0) fail(path, with_detail("cannot be read as an HDF5 file"));
-  check_root_symbol_table(path);
+  check_superblock_pointers(path);
   // Read-only data files: no locking (it fails on some network file systems).
   h5::Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
   if (fapl) H5Pset_file_locking(fapl.get(), false, true);
@@ -200,6 +219,93 @@ bool ieee_float(const h5::Id& ds) {
 // more values than that per stored byte cannot hold them.
 constexpr std::uint64_t kMaxCompression = 1100;
 
+// What a zlib stream (HDF5's deflate filter) inflates to, counted in a 64 KiB window so that a
+// corrupt length allocates nothing: the byte count, stopping once it passes `limit`, and whether
+// the stream ended (false: corrupt or cut short).
+struct Inflated {
+  std::uint64_t bytes = 0;
+  bool complete = false;
+};
+Inflated inflated_size(const std::vector<std::uint8_t>& in, std::uint64_t limit) {
+  Inflated r;
+  z_stream zs{};
+  if (in.size() > std::numeric_limits<uInt>::max() || inflateInit(&zs) != Z_OK) return r;
+  zs.next_in = const_cast<Bytef*>(in.data());
+  zs.avail_in = static_cast<uInt>(in.size());
+  std::vector<Bytef> window(1 << 16);
+  for (int rc = Z_OK; rc == Z_OK && r.bytes <= limit;) {
+    zs.next_out = window.data();
+    zs.avail_out = static_cast<uInt>(window.size());
+    rc = inflate(&zs, Z_NO_FLUSH);
+    r.bytes += window.size() - zs.avail_out;
+    r.complete = rc == Z_STREAM_END;
+  }
+  inflateEnd(&zs);
+  return r;
+}
+
+// Checks every stored chunk of a chunked dataset holds one whole chunk (`chunk_bytes`) before
+// libhdf5 reads any: libhdf5 1.10 copies a whole chunk out of whatever its filter pipeline
+// returned, so a deflated chunk that inflates to fewer bytes makes H5Dread read freed memory (a
+// 5 KB file with chunks declared 1 x 6 x 4099 over a 2 x 6 x 3 dataset crashed a normal build;
+// fuzz_modelnet40 found it). Filters other than deflate and shuffle are refused (the loader can
+// check only what it can undo); shuffle keeps the size, so a deflated chunk must inflate to
+// exactly chunk_bytes and an unfiltered one hold exactly that many. One stored chunk in memory at
+// a time; nothing is allocated for the inflated bytes.
+void check_chunks(const h5::Id& ds, const h5::Id& dcpl, const h5::Id& space,
+                  const std::string& path, const std::string& what, std::uint64_t chunks,
+                  std::uint64_t chunk_bytes, std::uint64_t file_size) {
+  int deflate = -1;  // index of deflate in the pipeline
+  const int nfilters = H5Pget_nfilters(dcpl.get());
+  for (int i = 0; i < nfilters; ++i) {
+    unsigned flags = 0;
+    std::size_t n = 0;
+    char name[64] = {};
+    const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &n,
+                                           nullptr, sizeof name, name, nullptr);
+    if (id == H5Z_FILTER_DEFLATE) {
+      deflate = i;
+    } else if (id != H5Z_FILTER_SHUFFLE) {
+      fail(path, what + " is stored with HDF5 filter " + std::to_string(id) +
+                     (name[0] != '\0' ? " (" + std::string(name) + ")" : std::string()) +
+                     ", expected no filter, deflate (gzip) or shuffle");
+    }
+  }
+  std::vector<std::uint8_t> in;
+  std::vector<hsize_t> offset(static_cast<std::size_t>(H5Sget_simple_extent_ndims(space.get())));
+  for (std::uint64_t c = 0; c < chunks; ++c) {
+    unsigned mask = 0;
+    haddr_t addr = 0;
+    hsize_t size = 0;
+    if (H5Dget_chunk_info(ds.get(), space.get(), c, offset.data(), &mask, &addr, &size) < 0) {
+      fail(path, with_detail("cannot read the chunks of " + what));
+    }
+    const bool deflated = deflate >= 0 && (mask & (1U << deflate)) == 0;
+    const std::string chunk = "chunk " + std::to_string(c) + " of " + what;
+    if (size > file_size ||
+        (deflated ? chunk_bytes / kMaxCompression > size : size != chunk_bytes)) {
+      fail(path, chunk + " stores " + std::to_string(size) + " bytes" +
+                     (deflated ? " (deflated)" : "") + " for a chunk of " +
+                     std::to_string(chunk_bytes) + " bytes in a file of " +
+                     std::to_string(file_size) + " bytes (a corrupt header)");
+    }
+    if (!deflated) continue;
+    in.resize(size);
+    std::uint32_t filters = 0;
+    if (H5Dread_chunk(ds.get(), H5P_DEFAULT, offset.data(), &filters, in.data()) < 0) {
+      fail(path, with_detail("cannot read " + chunk));
+    }
+    const Inflated got = inflated_size(in, chunk_bytes);
+    if (!got.complete || got.bytes != chunk_bytes) {
+      fail(path, chunk + " does not inflate to its " + std::to_string(chunk_bytes) + " bytes (" +
+                     (got.bytes > chunk_bytes ? std::string("more bytes")
+                      : got.complete          ? std::to_string(got.bytes) + " bytes"
+                                              : std::string("corrupt deflate data")) +
+                     "), expected a whole chunk");
+    }
+  }
+}
+
 // Checks that the values of dataset `name` ([elements] of its stored type) are stored in the file
 // itself, before anything is allocated for them: HDF5 returns the fill value for storage never
 // written, so a 2 KB file could otherwise claim [300000, 1000, 3] and make the loader allocate
@@ -221,10 +327,12 @@ void check_stored(const h5::Id& ds, const std::string& path, const char* name,
   // Every value written: each chunk of a chunked dataset exists (HDF5's space status compares
   // stored bytes with the shape's, which compression defeats), other layouts are allocated.
   bool written = false;
-  if (H5Pget_layout(dcpl.get()) == H5D_CHUNKED) {
-    std::vector<hsize_t> chunk(dims.size());
-    hsize_t want = 1, have = 0;
-    const h5::Id space(H5Dget_space(ds.get()), H5Sclose);
+  const bool chunked = H5Pget_layout(dcpl.get()) == H5D_CHUNKED;
+  std::vector<hsize_t> chunk(dims.size());
+  hsize_t have = 0;
+  const h5::Id space(chunked ? H5Dget_space(ds.get()) : H5I_INVALID_HID, H5Sclose);
+  if (chunked) {
+    hsize_t want = 1;
     if (!space ||
         H5Pget_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()) !=
             static_cast<int>(dims.size()) ||
@@ -261,6 +369,15 @@ void check_stored(const h5::Id& ds, const std::string& path, const char* name,
                    std::to_string(stored) + " bytes are stored" +
                    (filtered ? " (compressed)" : "") + " in the file of " +
                    std::to_string(file_size) + " bytes (a corrupt header or a truncated file)");
+  }
+  if (chunked) {
+    std::uint64_t chunk_bytes = type_size;
+    for (hsize_t n : chunk) {
+      if (__builtin_mul_overflow(chunk_bytes, std::uint64_t{n}, &chunk_bytes)) {
+        fail(path, what + " declares chunks of more than 2^64 bytes (a corrupt header)");
+      }
+    }
+    check_chunks(ds, dcpl, space, path, what, have, chunk_bytes, file_size);
   }
 }
 

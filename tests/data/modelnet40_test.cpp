@@ -1,6 +1,7 @@
 #include "zotrain/data/modelnet40.hpp"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
@@ -326,6 +327,122 @@ TEST(ModelNet40Test, CorruptRootSymbolTableWithReservedBytesSetIsRefused) {
 // claims a 2.98 GB data segment in a 2.5 KB file (HDF5 would allocate it).
 TEST(ModelNet40Test, RootHeapLargerThanTheFileIsRefused) {
   expect_root_group_refused("root-heap-larger-than-file-oom");
+}
+
+// The entry caches a valid B-tree and heap, but the root object header's symbol-table message,
+// which HDF5 looks names up through, gives the heap's address as undefined (all ones): H5Lexists
+// read through a null pointer (a SIGSEGV in a normal build too).
+TEST(ModelNet40Test, RootHeaderMessageIsCheckedWhenTheEntryCachesTheTable) {
+  expect_root_group_refused("root-header-heap-undefined-segv");
+}
+
+// A 1 KB file whose superblock's driver information block claims 2.3 GB (a CI fuzz smoke run
+// found it): libhdf5 allocated and filled that much inside H5Fopen (malloc(2304926076) in the
+// fuzz report) before it gave up.
+TEST(ModelNet40Test, DriverInfoBlockLargerThanTheFileIsRefused) {
+  Root r;
+  const std::string p = r.path("ply_data_train0.h5");
+  std::filesystem::copy_file(
+      std::string(ZT_SOURCE_DIR) +
+          "/tests/fuzz/regressions/modelnet40/driver-info-larger-than-file-oom",
+      p);
+  expect_error([&] { r.load(); },
+               {p, "corrupt HDF5 file", "driver information block (byte 255, 2304926076 bytes)",
+                "does not fit in the file (1133 bytes)"});
+}
+
+// Writes ply_sets(2, 8) with 'data' chunked (chunk dims `chunk`, extendible in its first
+// dimension) through the filters `filters` sets on its dcpl; the label stays contiguous.
+template <class Filters>
+std::string write_chunked(const Root& r, std::vector<hsize_t> chunk, Filters filters) {
+  const std::string p = r.path("ply_data_train0.h5");
+  const std::vector<H5Set> sets = ply_sets(2, 8);
+  const hid_t file = H5Fcreate(p.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  const hsize_t max[3] = {H5S_UNLIMITED, 8, 3};  // a chunk may then be longer than the shape
+  const hid_t space = H5Screate_simple(3, sets[0].dims.data(), max);
+  const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  EXPECT_GE(H5Pset_chunk(dcpl, 3, chunk.data()), 0);
+  filters(dcpl);
+  const hid_t ds = H5Dcreate2(file, "data", H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  EXPECT_GE(
+      H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, sets[0].values.data()), 0);
+  H5Dclose(ds);
+  H5Pclose(dcpl);
+  H5Sclose(space);
+  H5Fclose(file);
+  const hid_t f = H5Fopen(p.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  const hid_t lspace = H5Screate_simple(2, sets[1].dims.data(), nullptr);
+  const hid_t ls =
+      H5Dcreate2(f, "label", H5T_STD_U8LE, lspace, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  EXPECT_GE(
+      H5Dwrite(ls, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, sets[1].values.data()), 0);
+  H5Dclose(ls);
+  H5Sclose(lspace);
+  H5Fclose(f);
+  return p;
+}
+
+// Deflate and shuffle, with chunks that divide the shape and chunks that overhang it (a whole
+// chunk is stored either way): loaded as written.
+TEST(ModelNet40Test, DeflatedAndShuffledChunksLoad) {
+  for (const std::vector<hsize_t>& chunk : {std::vector<hsize_t>{1, 8, 3}, {3, 5, 3}}) {
+    Root r;
+    write_chunked(r, chunk, [](hid_t dcpl) {
+      EXPECT_GE(H5Pset_shuffle(dcpl), 0);
+      EXPECT_GE(H5Pset_deflate(dcpl, 6), 0);
+    });
+    const PointCloudDataset ds = r.load();
+    ASSERT_EQ(ds.train.count, 2);
+    const std::vector<H5Set> want = ply_sets(2, 8);
+    for (std::size_t i = 0; i < want[0].values.size(); ++i)
+      ASSERT_EQ(ds.train.points[i], static_cast<float>(want[0].values[i])) << i;
+  }
+}
+
+// A deflated chunk must inflate to exactly one chunk: libhdf5 1.10 reads freed memory (and a
+// normal build crashes) when it inflates to fewer bytes. Chunks written raw by H5Dwrite_chunk.
+TEST(ModelNet40Test, DeflatedChunkOfTheWrongSizeIsRefused) {
+  struct Case {
+    std::size_t bytes;  // what chunk 1 (of 1 x 8 x 3 floats = 96 bytes) inflates to; 0 = not zlib
+    std::string why;
+  };
+  for (const Case& c :
+       {Case{72, "(72 bytes)"}, Case{120, "(more bytes)"}, Case{0, "(corrupt deflate data)"}}) {
+    Root r;
+    const std::string p = write_chunked(r, {1, 8, 3}, [](hid_t dcpl) { H5Pset_deflate(dcpl, 6); });
+    std::vector<std::uint8_t> raw(c.bytes, 7), z(256, 0x5a);
+    uLongf zn = z.size();
+    if (c.bytes > 0) ASSERT_EQ(compress(z.data(), &zn, raw.data(), raw.size()), Z_OK);
+    else zn = 40;
+    const hid_t f = H5Fopen(p.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const hid_t ds = H5Dopen2(f, "data", H5P_DEFAULT);
+    const hsize_t offset[3] = {1, 0, 0};
+    ASSERT_GE(H5Dwrite_chunk(ds, H5P_DEFAULT, 0, offset, zn, z.data()), 0);
+    H5Dclose(ds);
+    H5Fclose(f);
+    expect_error([&] { r.load(); },
+                 {p, "chunk 1 of 'data' does not inflate to its 96 bytes " + c.why});
+  }
+}
+
+// tests/fuzz/regressions/modelnet40: chunks declared 1 x 6 x 4099 floats (98,376 bytes) over a
+// 2 x 6 x 3 dataset, each an 83-byte deflate stream of 72 bytes; a normal build crashed in H5Dread.
+TEST(ModelNet40Test, ChunkLargerThanItsStoredBytesCanHoldIsRefused) {
+  Root r;
+  const std::string p = r.path("ply_data_train0.h5");
+  std::filesystem::copy_file(
+      std::string(ZT_SOURCE_DIR) + "/tests/fuzz/regressions/modelnet40/chunk-inflates-short-uaf",
+      p);
+  expect_error([&] { r.load(); },
+               {p, "chunk 0 of 'data' stores 83 bytes (deflated) for a chunk of 98376 bytes"});
+}
+
+TEST(ModelNet40Test, FiltersOtherThanDeflateAndShuffleAreRefused) {
+  Root r;
+  const std::string p = write_chunked(r, {1, 8, 3}, [](hid_t dcpl) { H5Pset_fletcher32(dcpl); });
+  expect_error([&] { r.load(); },
+               {p, "'data' is stored with HDF5 filter 3",
+                "expected no filter, deflate (gzip) or shuffle"});
 }
 
 TEST(ModelNet40Test, ScalarDataset) {
