@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <mutex>
 #include <system_error>
@@ -12,6 +11,7 @@
 
 #include <zlib.h>
 
+#include "hdf5_precheck.hpp"
 #include "hdf5_util.hpp"
 #include "zotrain/core/error.hpp"
 
@@ -62,96 +62,6 @@ const char* class_text(H5T_class_t c) {
   }
 }
 
-// libhdf5 1.10 (Debian 12's) trusts what the superblock points at: a file whose root
-// symbol-table entry points at something that is not a heap, or at a heap with an empty or
-// outside data segment, makes H5Lexists write through a null pointer (fuzz_modelnet40 found such
-// files), and a heap claiming a data segment larger than the file, or a driver information block
-// claiming more bytes than the file holds, makes it allocate and fill that much (a 1 KB file
-// took 2.3 GB of memory). For the version 0 and 1 superblocks HDF5 and h5py write by default,
-// the driver information block and the root group's B-tree and heap are checked here before
-// HDF5 reads them; other versions are left to HDF5.
-void check_superblock_pointers(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  in.seekg(0, std::ios::end);
-  const std::uint64_t size = static_cast<std::uint64_t>(in.tellg());
-  const auto read_at = [&](std::uint64_t at, std::size_t n) {
-    std::string b(n, '\0');
-    if (at > size || n > size - at) return std::string();
-    in.seekg(static_cast<std::streamoff>(at));
-    return in.read(b.data(), static_cast<std::streamsize>(n)) ? b : std::string();
-  };
-  const auto uint_at = [](const std::string& b, std::size_t at, int bytes) {  // little-endian
-    std::uint64_t v = 0;
-    for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[at + i]);
-    return v;
-  };
-  const auto u64 = [&](const std::string& b, std::size_t at) { return uint_at(b, at, 8); };
-  // The superblock is at 0 or at a power of two from 512 (after a user block). Its root
-  // symbol-table entry (40 bytes) ends at byte 96 in version 0 and at byte 100 in version 1.
-  constexpr std::size_t kSuperblockBytes = 100;
-  std::uint64_t at = 0;
-  std::string sb;
-  for (; at < size; at = at == 0 ? 512 : at * 2) {
-    sb = read_at(at, kSuperblockBytes);
-    if (sb.size() == kSuperblockBytes && sb.compare(0, 8, "\x89HDF\r\n\x1a\n") == 0) break;
-  }
-  if (at >= size) return;  // HDF5 will say what is wrong
-  const int version = static_cast<unsigned char>(sb[8]);
-  if (version > 1 || sb[13] != 8 || sb[14] != 8) return;  // 8-byte offsets and lengths only
-  const std::size_t entry = version == 0 ? 56 : 60;       // the root group's symbol-table entry
-  // Addresses count from the base address, which HDF5 takes to be where it found the superblock
-  // whatever the stored one says (H5F__super_read moves it there).
-  const std::uint64_t base = at;
-  // The optional driver information block (an undefined address is all ones): a 16-byte header
-  // whose bytes 4-7 give the length of the information that follows.
-  const std::uint64_t driver = u64(sb, entry - 8);
-  if (driver != ~std::uint64_t{0}) {
-    const std::string d = driver <= size - base ? read_at(base + driver, 16) : std::string();
-    const std::uint64_t bytes = d.size() == 16 ? 16 + uint_at(d, 4, 4) : 0;
-    if (d.size() != 16 || bytes > size - (base + driver)) {
-      fail(path, "corrupt HDF5 file: the superblock's driver information block (byte " +
-                     std::to_string(driver) + (d.size() == 16 ? ", " + std::to_string(bytes) +
-                     " bytes" : std::string()) + ") does not fit in the file (" +
-                     std::to_string(size) + " bytes), expected a ModelNet40 ply_data_*.h5 file");
-    }
-  }
-  // The B-tree and heap addresses: cached in the entry (cache type 1; the type is 4 bytes, then
-  // 4 reserved ones that HDF5 ignores, so must this), and in the symbol-table message (type
-  // 0x11) of the root object header, version 1: a 16-byte prefix with the message count and the
-  // header's size, then messages of type (2 bytes), size (2), flags and padding (4), data. HDF5
-  // looks names up through the message even when the entry caches the pair, so both are checked.
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> tables;  // (B-tree, heap)
-  if (uint_at(sb, entry + 16, 4) == 1) {
-    tables.emplace_back(base + u64(sb, entry + 24), base + u64(sb, entry + 32));
-  }
-  const std::uint64_t header_at = base + u64(sb, entry + 8);
-  const std::string oh = read_at(header_at, 16);
-  if (oh.size() == 16 && oh[0] == 1) {
-    const std::uint64_t messages = uint_at(oh, 2, 2), bytes = uint_at(oh, 8, 4);
-    const std::string m = read_at(header_at + 16, std::min<std::uint64_t>(bytes, 1 << 16));
-    for (std::size_t i = 0, k = 0; k < messages && i + 8 <= m.size(); ++k) {
-      const std::uint64_t type = uint_at(m, i, 2), len = uint_at(m, i + 2, 2);
-      if (type == 0x11 && len >= 16 && i + 8 + 16 <= m.size()) {
-        tables.emplace_back(base + u64(m, i + 8), base + u64(m, i + 16));
-        break;
-      }
-      i += 8 + len;
-    }
-  }
-  // Neither (a continuation, a new-style group, another header version): left to HDF5.
-  for (const auto& [btree, heap] : tables) {
-    const std::string b = read_at(btree, 4), h = read_at(heap, 32);
-    const std::uint64_t data_size = h.size() == 32 ? u64(h, 8) : 0;
-    const std::uint64_t data_at = h.size() == 32 ? base + u64(h, 24) : 0;
-    if (b != "TREE" || h.size() != 32 || h.compare(0, 4, "HEAP") != 0 || data_size == 0 ||
-        data_at > size || data_size > size - data_at) {
-      fail(path, "corrupt HDF5 file: the root group's symbol table (B-tree at byte " +
-                     std::to_string(btree) + ", local heap at byte " + std::to_string(heap) +
-                     ") is not valid, expected a ModelNet40 ply_data_*.h5 file");
-    }
-  }
-}
-
 h5::Id open_file(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -162,7 +72,7 @@ h5::Id open_file(const std::string& path) {
     fail(path, "not an HDF5 file (no HDF5 signature), expected a ModelNet40 ply_data_*.h5 file");
   }
   if (is_h5 < 0) fail(path, with_detail("cannot be read as an HDF5 file"));
-  check_superblock_pointers(path);
+  h5::check_structure(path, {"data", "label"}, "a ModelNet40 ply_data_*.h5 file");
   // Read-only data files: no locking (it fails on some network file systems).
   h5::Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
   if (fapl) H5Pset_file_locking(fapl.get(), false, true);

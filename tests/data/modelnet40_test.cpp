@@ -445,6 +445,20 @@ TEST(ModelNet40Test, FiltersOtherThanDeflateAndShuffleAreRefused) {
                 "expected no filter, deflate (gzip) or shuffle"});
 }
 
+// tests/fuzz/regressions/modelnet40: a message of 'data''s object header is flagged as kept in a
+// shared-message table, which a version 0 superblock cannot point at; H5Dopen2 read the table at
+// an undefined address (a SIGSEGV in a normal build too).
+TEST(ModelNet40Test, SharedMessageWithoutASharedMessageTableIsRefused) {
+  Root r;
+  const std::string p = r.path("ply_data_train0.h5");
+  std::filesystem::copy_file(std::string(ZT_SOURCE_DIR) +
+                                 "/tests/fuzz/regressions/modelnet40/"
+                                 "dataset-message-in-missing-shared-table-segv",
+                             p);
+  expect_error([&] { r.load(); }, {p, "corrupt HDF5 file: 'data' (object header at byte",
+                                   "in a shared-message table, which this file cannot have"});
+}
+
 TEST(ModelNet40Test, ScalarDataset) {
   Root r;
   const std::string p = r.path("ply_data_train0.h5");
