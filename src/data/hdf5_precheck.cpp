@@ -40,8 +40,8 @@ namespace {
 constexpr std::uint64_t kUndefined = ~std::uint64_t{0};
 // Bounds on what a walk visits, far above what a ModelNet40 file holds (two datasets).
 constexpr int kMaxTreeLevel = 16;
-constexpr int kMaxNodes = 4096;
-constexpr int kMaxContinuations = 64;
+constexpr int kMaxVisits = 1 << 16;  // B-tree nodes, symbol-table nodes and links together
+constexpr std::size_t kMaxContinuations = 64;
 
 class File {
  public:
@@ -55,7 +55,7 @@ class File {
   // n bytes at `at`, or an empty string where they are not all in the file.
   std::string read(std::uint64_t at, std::uint64_t n) {
     if (at > size_ || n > size_ - at) return {};
-    std::string b(n, '\0');
+    std::string b(static_cast<std::size_t>(n), '\0');
     in_.seekg(static_cast<std::streamoff>(at));
     return in_.read(b.data(), static_cast<std::streamsize>(n)) ? b : std::string();
   }
@@ -124,11 +124,11 @@ void for_each_message(File& f, std::uint64_t base, std::uint64_t at, Visit visit
 
 // Calls visit(name, object header address) for each link of the group whose B-tree node is at
 // `node`, depth-first; each level must be below its parent's `level` (so the depth is bounded),
-// and at most kMaxNodes nodes are read. Names are read from the heap segment.
+// and at most kMaxVisits nodes and links are visited. Names are read from the heap segment.
 template <class Visit>
 void for_each_link(File& f, std::uint64_t base, const Heap& heap, std::uint64_t node, int level,
-                   int& nodes, Visit visit) {
-  if (++nodes > kMaxNodes) return;
+                   int& visits, Visit visit) {
+  if (++visits > kMaxVisits) return;
   const std::string h = f.read(node, 24);
   if (h.size() != 24 || h.compare(0, 4, "TREE") != 0 || h[4] != 0) return;
   const int node_level = static_cast<unsigned char>(h[5]);
@@ -138,14 +138,15 @@ void for_each_link(File& f, std::uint64_t base, const Heap& heap, std::uint64_t 
   for (std::uint64_t e = 0; e < entries; ++e) {
     const std::uint64_t child = base + u64(kids, 8 + e * 16);
     if (node_level > 0) {
-      for_each_link(f, base, heap, child, node_level, nodes, visit);
+      for_each_link(f, base, heap, child, node_level, visits, visit);
       continue;
     }
+    if (++visits > kMaxVisits) return;
     const std::string sn = f.read(child, 8);
     if (sn.size() != 8 || sn.compare(0, 4, "SNOD") != 0) continue;
     const std::uint64_t symbols = uint_at(sn, 6, 2);
     const std::string ents = f.read(child + 8, symbols * 40);
-    for (std::uint64_t s = 0; s < symbols && !ents.empty(); ++s) {
+    for (std::uint64_t s = 0; s < symbols && !ents.empty() && ++visits <= kMaxVisits; ++s) {
       const std::uint64_t name_at = u64(ents, s * 40);
       if (name_at >= heap.size) continue;
       std::string name =
@@ -223,8 +224,8 @@ void check_structure(const std::string& path, const std::vector<std::string>& da
     };
     for_each_message(f, base, header, check);
   };
-  int nodes = 0;
-  for_each_link(f, base, heap, tables.back().btree, kMaxTreeLevel + 1, nodes, check_member);
+  int visits = 0;
+  for_each_link(f, base, heap, tables.back().btree, kMaxTreeLevel + 1, visits, check_member);
 }
 
 }  // namespace zt::data::h5

@@ -182,7 +182,7 @@ void check_chunks(const h5::Id& ds, const h5::Id& dcpl, const h5::Id& space,
     }
   }
   std::vector<std::uint8_t> in;
-  std::vector<hsize_t> offset(static_cast<std::size_t>(H5Sget_simple_extent_ndims(space.get())));
+  std::vector<hsize_t> offset(H5S_MAX_RANK);
   for (std::uint64_t c = 0; c < chunks; ++c) {
     unsigned mask = 0;
     haddr_t addr = 0;
@@ -200,7 +200,7 @@ void check_chunks(const h5::Id& ds, const h5::Id& dcpl, const h5::Id& space,
                      std::to_string(file_size) + " bytes (a corrupt header)");
     }
     if (!deflated) continue;
-    in.resize(size);
+    in.resize(static_cast<std::size_t>(size));
     std::uint32_t filters = 0;
     if (H5Dread_chunk(ds.get(), H5P_DEFAULT, offset.data(), &filters, in.data()) < 0) {
       fail(path, with_detail("cannot read " + chunk));
