@@ -5,6 +5,8 @@
 //   - a root symbol-table entry or symbol-table message pointing at something that is not a
 //     B-tree or local heap, or at a heap whose data segment is empty or outside the file:
 //     H5Lexists reads through a null pointer, or allocates the claimed segment (2.98 GB);
+//   - a root group B-tree whose child address is undefined or not a node: H5Lexists reads
+//     through a null pointer;
 //   - a message of a dataset's object header flagged as shared through a shared-message table
 //     (which only a version 2 or 3 superblock can point at): H5Dopen2 reads through a null
 //     pointer.
@@ -123,18 +125,23 @@ void for_each_message(File& f, std::uint64_t base, std::uint64_t at, Visit visit
 }
 
 // Calls visit(name, object header address) for each link of the group whose B-tree node is at
-// `node`, depth-first; each level must be below its parent's `level` (so the depth is bounded),
-// and at most kMaxVisits nodes and links are visited. Names are read from the heap segment.
+// `node`, depth-first, and refuses a node HDF5's lookup could be sent to that is not what its
+// parent says: a B-tree node of group type one level down, a symbol-table node at the leaves,
+// a link name inside the heap (libhdf5 reads an undefined child address through a null
+// pointer). Each level must be below its parent's `level`, so the depth is bounded, and at most
+// kMaxVisits nodes and links are visited (beyond that, the rest is left to HDF5).
 template <class Visit>
 void for_each_link(File& f, std::uint64_t base, const Heap& heap, std::uint64_t node, int level,
                    int& visits, Visit visit) {
   if (++visits > kMaxVisits) return;
   const std::string h = f.read(node, 24);
-  if (h.size() != 24 || h.compare(0, 4, "TREE") != 0 || h[4] != 0) return;
-  const int node_level = static_cast<unsigned char>(h[5]);
-  const std::uint64_t entries = uint_at(h, 6, 2);
+  const int node_level = h.size() == 24 ? static_cast<unsigned char>(h[5]) : level;
+  const std::uint64_t entries = h.size() == 24 ? uint_at(h, 6, 2) : 0;
   const std::string kids = f.read(node + 24, entries * 16 + 8);
-  if (kids.empty() || node_level >= level) return;  // levels must fall toward the leaves
+  if (h.size() != 24 || h.compare(0, 4, "TREE") != 0 || h[4] != 0 || node_level >= level ||
+      kids.empty()) {
+    f.fail("the root group's B-tree node at byte " + std::to_string(node) + " is not valid");
+  }
   for (std::uint64_t e = 0; e < entries; ++e) {
     const std::uint64_t child = base + u64(kids, 8 + e * 16);
     if (node_level > 0) {
@@ -143,12 +150,18 @@ void for_each_link(File& f, std::uint64_t base, const Heap& heap, std::uint64_t 
     }
     if (++visits > kMaxVisits) return;
     const std::string sn = f.read(child, 8);
-    if (sn.size() != 8 || sn.compare(0, 4, "SNOD") != 0) continue;
-    const std::uint64_t symbols = uint_at(sn, 6, 2);
+    const std::uint64_t symbols = sn.size() == 8 ? uint_at(sn, 6, 2) : 0;
     const std::string ents = f.read(child + 8, symbols * 40);
-    for (std::uint64_t s = 0; s < symbols && !ents.empty() && ++visits <= kMaxVisits; ++s) {
+    if (sn.size() != 8 || sn.compare(0, 4, "SNOD") != 0 || (symbols > 0 && ents.empty())) {
+      f.fail("the root group's symbol-table node at byte " + std::to_string(child) +
+             " (child of the B-tree node at byte " + std::to_string(node) + ") is not valid");
+    }
+    for (std::uint64_t s = 0; s < symbols && ++visits <= kMaxVisits; ++s) {
       const std::uint64_t name_at = u64(ents, s * 40);
-      if (name_at >= heap.size) continue;
+      if (name_at >= heap.size) {
+        f.fail("a link name of the root group (heap offset " + std::to_string(name_at) +
+               ") lies outside its heap's " + std::to_string(heap.size) + " bytes");
+      }
       std::string name =
           f.read(heap.at + name_at, std::min<std::uint64_t>(heap.size - name_at, 256));
       name = name.substr(0, name.find('\0'));

@@ -437,12 +437,40 @@ TEST(ModelNet40Test, ChunkLargerThanItsStoredBytesCanHoldIsRefused) {
                {p, "chunk 0 of 'data' stores 83 bytes (deflated) for a chunk of 98376 bytes"});
 }
 
+// tests/fuzz/regressions/modelnet40: 'data' [2, 6, 3] with compact storage, a deflate filter
+// (which HDF5 applies to chunked storage only) and no stored bytes; H5Dread copied from a null
+// pointer (a SIGSEGV in a normal build too).
+TEST(ModelNet40Test, UnchunkedDatasetMustStoreEveryByteWhateverItsFilters) {
+  Root r;
+  const std::string p = r.path("ply_data_train0.h5");
+  std::filesystem::copy_file(
+      std::string(ZT_SOURCE_DIR) +
+          "/tests/fuzz/regressions/modelnet40/compact-with-filter-no-bytes-segv",
+      p);
+  expect_error([&] { r.load(); },
+               {p, "'data' needs 144 bytes for its shape but 0 bytes are stored"});
+}
+
 TEST(ModelNet40Test, FiltersOtherThanDeflateAndShuffleAreRefused) {
   Root r;
   const std::string p = write_chunked(r, {1, 8, 3}, [](hid_t dcpl) { H5Pset_fletcher32(dcpl); });
   expect_error([&] { r.load(); },
                {p, "'data' is stored with HDF5 filter 3",
                 "expected no filter, deflate (gzip) or shuffle"});
+}
+
+// tests/fuzz/regressions/modelnet40: the root group's B-tree leaf names an undefined address
+// (all ones) as its symbol-table node; H5Lexists read it through a null pointer (a SIGSEGV in a
+// normal build too).
+TEST(ModelNet40Test, RootBTreeChildThatIsNotASymbolTableNodeIsRefused) {
+  Root r;
+  const std::string p = r.path("ply_data_train0.h5");
+  std::filesystem::copy_file(
+      std::string(ZT_SOURCE_DIR) + "/tests/fuzz/regressions/modelnet40/btree-child-undefined-segv",
+      p);
+  expect_error([&] { r.load(); },
+               {p, "corrupt HDF5 file: the root group's symbol-table node at byte "
+                   "18446744073709551615 (child of the B-tree node at byte 136) is not valid"});
 }
 
 // tests/fuzz/regressions/modelnet40: a message of 'data''s object header is flagged as kept in a
