@@ -22,9 +22,9 @@
 // above 2,000 MB returns null, as it does on the 512 MB board, where HDF5 then fails with an
 // error that the loader turns into a zt::Error (without the limit, libFuzzer's -rss_limit_mb
 // ends the run at 2,048 MB). The lengths the loader knows HDF5 trusts are checked before HDF5
-// reads them (data/modelnet40.cpp; tests/fuzz/regressions/modelnet40 and their unit tests keep
-// those checks), and zotrain's own operator new of that size still fails the run (ASan reports
-// it rather than return null). The price: an HDF5 identifier zotrain forgot to close is memory
+// reads them (src/data/hdf5_precheck.cpp, src/data/modelnet40.cpp; the inputs of
+// tests/fuzz/regressions/modelnet40 and their unit tests keep those checks), and zotrain's own
+// operator new of that size still fails the run (ASan reports it rather than return null). The price: an HDF5 identifier zotrain forgot to close is memory
 // allocated inside libhdf5 too, so this harness cannot see that kind of leak (h5::Id closes
 // every identifier the loader owns).
 extern "C" const char* __lsan_default_suppressions() { return "leak:libhdf5\n"; }
