@@ -134,14 +134,15 @@ template <class Visit>
 void for_each_link(File& f, std::uint64_t base, const Heap& heap, std::uint64_t node, int level,
                    int& visits, Visit visit) {
   if (++visits > kMaxVisits) return;
+  const std::string invalid =
+      "the root group's B-tree node at byte " + std::to_string(node) + " is not valid";
   const std::string h = f.read(node, 24);
-  const int node_level = h.size() == 24 ? static_cast<unsigned char>(h[5]) : level;
-  const std::uint64_t entries = h.size() == 24 ? uint_at(h, 6, 2) : 0;
-  const std::string kids = f.read(node + 24, entries * 16 + 8);
-  if (h.size() != 24 || h.compare(0, 4, "TREE") != 0 || h[4] != 0 || node_level >= level ||
-      kids.empty()) {
-    f.fail("the root group's B-tree node at byte " + std::to_string(node) + " is not valid");
-  }
+  if (h.size() != 24 || h.compare(0, 4, "TREE") != 0 || h[4] != 0) f.fail(invalid);
+  const int node_level = static_cast<unsigned char>(h[5]);
+  const std::uint64_t entries = uint_at(h, 6, 2);
+  if (node_level >= level) f.fail(invalid);
+  const std::string kids = f.read(node + 24, entries * 16 + 8);  // once the header is valid
+  if (kids.empty()) f.fail(invalid);
   for (std::uint64_t e = 0; e < entries; ++e) {
     const std::uint64_t child = base + u64(kids, 8 + e * 16);
     if (node_level > 0) {

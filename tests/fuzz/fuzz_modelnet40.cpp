@@ -24,9 +24,9 @@
 // ends the run at 2,048 MB). The lengths the loader knows HDF5 trusts are checked before HDF5
 // reads them (src/data/hdf5_precheck.cpp, src/data/modelnet40.cpp; the inputs of
 // tests/fuzz/regressions/modelnet40 and their unit tests keep those checks), and zotrain's own
-// operator new of that size still fails the run (ASan reports it rather than return null). The price: an HDF5 identifier zotrain forgot to close is memory
-// allocated inside libhdf5 too, so this harness cannot see that kind of leak (h5::Id closes
-// every identifier the loader owns).
+// operator new of that size still fails the run (ASan reports it rather than return null).
+// The price: an HDF5 identifier zotrain forgot to close is memory allocated inside libhdf5 too,
+// so this harness cannot see that kind of leak (h5::Id closes every identifier the loader owns).
 extern "C" const char* __lsan_default_suppressions() { return "leak:libhdf5\n"; }
 extern "C" const char* __asan_default_options() {
   return "allocator_may_return_null=1:max_allocation_size_mb=2000";
