@@ -334,7 +334,7 @@ TEST(LinearS8MicroTest, PortableIsThePlainLoopKernel) {
 // ---- every micro-kernel tile and dot tile directly, against plain loops -------------------------
 // Each (A mode, mr, nv) tile of every available implementation, with and without the rows-mode
 // tail quad, quad offsets (b_off), accumulation and a partial last vector; A bytes cover the
-// full int8 range and B bytes [−127, 127] (the contract: gemm_s8_neon.cpp adds two products in an
+// full int8 range and B values [−127, 127] (the contract: gemm_s8_neon.cpp adds two products in an
 // int16), so the int32 sums reach their extremes. nq 7 has an odd quad left over after the pairs.
 TEST(LinearS8MicroTileTest, EveryTileMatchesPlainLoops) {
   std::uint64_t seed = 31;
@@ -361,7 +361,7 @@ TEST(LinearS8MicroTileTest, EveryTileMatchesPlainLoops) {
                 std::fill(b_s8.begin(), b_s8.end(), std::int8_t{-127});
               }
               std::vector<std::uint8_t> b(b_s8.size());
-              for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<std::uint8_t>(b_s8[i]) ^ s8::kBias;
+              for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<std::uint8_t>(b_s8[i]) ^ m.b_bias;
               // Quad q of B at b + off[q]: reversed order when offsets are used.
               std::vector<std::int32_t> off(nq);
               for (int q = 0; q < nq; ++q) off[q] = (offsets ? nq - q : q) * lanes * 4;
@@ -384,7 +384,7 @@ TEST(LinearS8MicroTileTest, EveryTileMatchesPlainLoops) {
                   std::int64_t sum = 0;
                   for (int q = 0; q < nq; ++q)
                     for (int sub = 0; sub < 4; ++sub)
-                      sum += a_byte(r, q, sub) * (static_cast<int>(b[off[q] + (l / s8::kLanes) * s8::kVecBytes + 4 * (l % s8::kLanes) + sub]) - 128);
+                      sum += a_byte(r, q, sub) * b_s8[off[q] + (l / s8::kLanes) * s8::kVecBytes + 4 * (l % s8::kLanes) + sub];
                   std::int32_t& wv = want[static_cast<std::size_t>(r) * ldc + l];
                   wv = static_cast<std::int32_t>(accumulate ? wv + sum : sum);
                 }
@@ -457,7 +457,8 @@ TEST(LinearS8MicroTileTest, EveryDotTileMatchesPlainLoops) {
                 for (int i = 0; i < steps; ++i)
                   for (int sub = 0; sub < 4; ++sub) {
                     const std::size_t at = static_cast<std::size_t>(i) * s8::kVecBytes + 4 * l + sub;
-                    sum += xs[t][at] * es[o][at];
+                    // The contract: x's value (its byte ^ b_bias as int8) + 128.
+                    sum += (static_cast<std::int8_t>(xs[t][at] ^ m.b_bias) + 128) * es[o][at];
                   }
                 want[(static_cast<std::size_t>(o) * ld + t) * s8::kLanes + l] += sum;
               }

@@ -228,7 +228,7 @@ void canvas_sample(const MicroKernel& micro, const Canvas& cv, const TilePlan& p
   const ptrdiff_t plane_bytes = cv.plane_words * 4;
   // Expanded planes: encoded zeros everywhere, then the input rows.
   if (cv.channel_quads) {
-    std::memset(ex, kBias, static_cast<std::size_t>(cv.nplanes * plane_bytes));
+    std::memset(ex, micro.b_bias, static_cast<std::size_t>(cv.nplanes * plane_bytes));
     for (int j = 0; j < cv.nplanes; ++j) {
       const std::int8_t* src[4];
       for (int s = 0; s < 4; ++s) src[s] = 4 * j + s < cv.n_in ? in + (4 * j + s) * in_plane : nullptr;
@@ -236,7 +236,7 @@ void canvas_sample(const MicroKernel& micro, const Canvas& cv, const TilePlan& p
         const std::int8_t* row[4];
         for (int s = 0; s < 4; ++s) row[s] = src[s] != nullptr ? src[s] + r * cv.in_w : zero;
         interleave4(ex + j * plane_bytes + 4 * (cv.origin + static_cast<ptrdiff_t>(r) * cv.wc), row[0], row[1], row[2],
-                    row[3], cv.in_w, kBias);
+                    row[3], cv.in_w, micro.b_bias);
       }
     }
   } else {
@@ -246,9 +246,9 @@ void canvas_sample(const MicroKernel& micro, const Canvas& cv, const TilePlan& p
     const int n = static_cast<int>(cv.plane_words);
     for (int c = 0; c < cv.n_in; ++c) {
       std::uint8_t* rc = raw + c * cv.raw_bytes;
-      std::memset(rc, kBias, static_cast<std::size_t>(cv.raw_bytes));
+      std::memset(rc, micro.b_bias, static_cast<std::size_t>(cv.raw_bytes));
       for (int r = 0; r < cv.in_h; ++r)
-        copy_xor_row(rc + cv.origin + static_cast<ptrdiff_t>(r) * cv.wc, in + c * in_plane + r * cv.in_w, cv.in_w, kBias);
+        copy_xor_row(rc + cv.origin + static_cast<ptrdiff_t>(r) * cv.wc, in + c * in_plane + r * cv.in_w, cv.in_w, micro.b_bias);
       const auto* rs = reinterpret_cast<const std::int8_t*>(rc);
       std::uint8_t* e0 = ex + c * per * plane_bytes;
       if (rcq.has_row()) interleave4(e0, rs, rs + 1, rs + 2, rs + 3, n, 0);
@@ -422,7 +422,7 @@ void dw_dot_run(const MicroKernel& micro, const Conv2dShape& s, const std::int8_
     auto* part = reinterpret_cast<std::int32_t*>(sl + d.part_off);
     auto* esum = reinterpret_cast<std::int64_t*>(sl + d.esum_off);
     auto* g64 = reinterpret_cast<std::int64_t*>(sl + d.g64_off);
-    std::memset(xp, kBias, static_cast<std::size_t>(c_n * d.pstride));
+    std::memset(xp, micro.b_bias, static_cast<std::size_t>(c_n * d.pstride));
     std::memset(ecan, 0, static_cast<std::size_t>(o_n * d.erow));
     std::fill_n(part, gsz * kLanes, 0);
     std::fill_n(esum, o_n, 0);
@@ -450,7 +450,7 @@ void dw_dot_run(const MicroKernel& micro, const Conv2dShape& s, const std::int8_
       for (int c = 0; c < c_n; ++c)
         for (int r = 0; r < s.in_h; ++r)
           copy_xor_row(xp + c * d.pstride + static_cast<ptrdiff_t>(r + s.pad) * d.wc + s.pad,
-                       xb + (static_cast<ptrdiff_t>(c) * s.in_h + r) * s.in_w, s.in_w, kBias);
+                       xb + (static_cast<ptrdiff_t>(c) * s.in_h + r) * s.in_w, s.in_w, micro.b_bias);
       for (int o = 0; o < o_n; ++o) {
         const std::int8_t* eo = eb + static_cast<ptrdiff_t>(o) * oh * ow;
         copy_rows(ecan + o * d.erow, d.wc, eo, ow, oh, ow);
@@ -556,7 +556,7 @@ void conv2d_backward_weights(const MicroKernel& micro, const Conv2dShape& s, con
         for (int kx = 0; kx < k; ++kx, ++t) tap_off[t] = c * d.pstride + static_cast<ptrdiff_t>(ky) * d.wc + kx;
     // Encoded zeros: lanes past the channels and (when rows start on a word) the dropped
     // columns are never overwritten.
-    std::memset(epk, kBias, static_cast<std::size_t>(d.nq) * d.opad * 4);
+    std::memset(epk, micro.b_bias, static_cast<std::size_t>(d.nq) * d.opad * 4);
     std::memset(xp, 0, static_cast<std::size_t>(c_n * d.pstride));
     int terms = 0;  // products summed in g32 since it was last moved into g64
     const auto flush = [&] {
@@ -598,21 +598,21 @@ void conv2d_backward_weights(const MicroKernel& micro, const Conv2dShape& s, con
             for (int i = 0; i < full; ++i) {
               std::uint32_t v;
               std::memcpy(&v, src + 4 * i, 4);
-              v ^= 0x80808080u;
+              v ^= 0x01010101u * micro.b_bias;
               std::memcpy(dst + i * q_bytes, &v, 4);
             }
             if (rest > 0) {
               std::uint8_t* dw = dst + full * q_bytes;
               for (int j = 0; j < 4; ++j)
-                dw[j] = j < rest ? static_cast<std::uint8_t>(static_cast<std::uint8_t>(src[4 * full + j]) ^ kBias) : kBias;
+                dw[j] = j < rest ? static_cast<std::uint8_t>(static_cast<std::uint8_t>(src[4 * full + j]) ^ micro.b_bias) : micro.b_bias;
             }
           }
       } else {
-        std::memset(ecan, kBias, static_cast<std::size_t>(o_n * ecan_row));
+        std::memset(ecan, micro.b_bias, static_cast<std::size_t>(o_n * ecan_row));
         for (int o = 0; o < o_n; ++o)
           for (int r = 0; r < oh; ++r)
             copy_xor_row(ecan + o * ecan_row + static_cast<ptrdiff_t>(r) * d.wc, eb + (static_cast<ptrdiff_t>(o) * oh + r) * ow,
-                         ow, kBias);
+                         ow, micro.b_bias);
         for (int o = 0; o < o_n; ++o) {
           const std::uint8_t* src = ecan + o * ecan_row;
           std::uint8_t* dst = epk + 4 * o;

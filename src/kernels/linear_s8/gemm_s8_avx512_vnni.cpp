@@ -69,6 +69,7 @@ __attribute__((always_inline)) inline void store_canvas(const MicroArgs& p, cons
 }
 
 struct Avx512Vnni {
+  static constexpr std::uint8_t kBBias = kBias;  // vpdpbusd multiplies u8 × s8
   template <bool kRows, int MR, int NV>
   static void micro(const MicroArgs& p);
   template <int OB, int TB>

@@ -3,14 +3,17 @@
 // (also compiled with -mgeneral-regs-only for aarch64).
 //
 // The micro-kernel computes, for MR rows m and NV·16 lanes l (NV "vectors" of 16 int32 lanes),
-//   C[m][l] = (accumulate ? C[m][l] : 0) + Σ_q Σ_{s<4} A[m][q][s] · (B[q][l][s] − 128) ,
-// evaluated as Σ A · B − corr[m] with corr[m] = 128 · Σ_{q,s} A[m][q][s]:
+//   C[m][l] = (accumulate ? C[m][l] : 0) + Σ_q Σ_{s<4} A[m][q][s] · B[q][l][s] ,
 //   A, the broadcast operand: int8, 4 consecutive reduction terms ("a quad") read as one word;
-//   B, the lane operand: uint8 holding value + 128 (value ^ 0x80), quad q = 16 lanes × 4 bytes.
-// The +128 form is what x86 VNNI multiplies (vpdpbusd: u8 × s8, 4 products per int32 lane);
-// the plain-loop kernel uses the same data, so every path shares every packing routine.
-// Bytes of B that pad a quad beyond the real reduction hold the value 0 (byte 0x80): they add
-// 128·A, and corr, which sums every A byte read, takes it out again.
+//   B, the lane operand: int8 values, quad q = 16 lanes × 4 bytes, each stored as the byte
+//   value ^ b_bias of the kernel (MicroKernel::b_bias; every packing routine takes it from there).
+// b_bias 0x80 stores value + 128, what x86 VNNI multiplies (vpdpbusd: u8 × s8, 4 products per
+// int32 lane); those kernels and the plain-loop one evaluate Σ A · (value + 128) − corr[m] with
+// corr[m] = 128 · Σ_{q,s} A[m][q][s]. The NEON kernels (b_bias 0) multiply the int8 values as
+// stored and never read corr: an XOR per B vector would cost the A53 one NEON issue slot in
+// seven of its product loop (docs/results/a53-model.md).
+// Bytes of B that pad a quad beyond the real reduction hold the value 0 (byte b_bias): with
+// 0x80 they add 128·A, and corr, which sums every A byte read, takes it out again.
 //
 // Overflow bound: every intermediate is a sum of at most kMaxTerms products |u8 · s8| ≤ 255·128
 // (plus a previous partial result of at most that many true products ≤ 128·128), and
@@ -33,7 +36,7 @@ using std::ptrdiff_t;
 
 inline constexpr int kLanes = 16;       // int32 lanes of one B vector
 inline constexpr int kVecBytes = 64;    // one quad of one B vector: 16 lanes × 4 bytes
-inline constexpr std::uint8_t kBias = 0x80;
+inline constexpr std::uint8_t kBias = 0x80;  // b_bias of the u8 × s8 kernels (value + 128)
 inline constexpr int kMaxTerms = 65536;  // products per int32 accumulation (see above)
 inline constexpr int kMaxNv = 4;         // B vectors per micro-tile
 
@@ -77,7 +80,8 @@ void canvas_runs(int panels, int npos, int wc, int w, int col0, CanvasRun* runs,
 
 // Vector dot tile (weight gradient with few output channels): for o < OB, t < TB and 16 lanes,
 //   part[o·ld + t][l] += Σ_{i < steps} Σ_{s<4} x[t][64i + 4l + s] · e[o][64i + 4l + s]
-// with x uint8 (value + 128) and e int8: lane partial sums, reduced across lanes later.
+// with x the value + 128 of x's bytes (stored as value ^ b_bias, as B) and e int8: lane partial
+// sums, reduced across lanes later.
 struct DotArgs {
   int steps = 0;
   const std::uint8_t* const* x = nullptr;  // TB pointers
@@ -94,8 +98,6 @@ inline constexpr int kDotOb = 6, kDotTb = 4;
 //                             (gemm_s8_avx512_vnni.cpp; x86-64 builds, ZT_HAVE_AVX512_VNNI);
 //   micro_kernel_neon         vmull_s8 + vpadalq_s16 (gemm_s8_neon.cpp; ARM builds, ZT_HAVE_NEON);
 //   micro_kernel_neon_dot     SDOT (gemm_s8_neon_dot.cpp; aarch64 builds, ZT_HAVE_NEON_DOT).
-// The NEON kernels multiply B − 128 directly (B ^ 0x80 read as int8), so they never read corr:
-// the contract's sum is the same.
 struct MicroKernel {
   // Largest MR for NV vectors and the A mode (rows mode needs a pointer per row); 0 where the
   // combination is not built.
@@ -104,6 +106,8 @@ struct MicroKernel {
   void (*run_micro)(bool rows_a, int mr, int nv, const MicroArgs& args);
   // The (ob, tb) dot tile, 1 ≤ ob ≤ kDotOb, 1 ≤ tb ≤ kDotTb.
   void (*run_dot)(int ob, int tb, const DotArgs& args);
+  // How B and DotArgs::x bytes are stored: value ^ b_bias (kBias or 0, see the top).
+  std::uint8_t b_bias;
 };
 extern const MicroKernel micro_kernel_portable;
 extern const MicroKernel micro_kernel_avx512_vnni;  // defined only where built (see above)

@@ -16,110 +16,93 @@ namespace zt::kernels::s8 {
 namespace {
 
 #if defined(__aarch64__)
-// The quad loop of the 2-row × 16-lane tile (the one LeNet-5's convolutions run on) in assembly:
-// GCC 12 keeps 4 of its 16 accumulators on the stack and issues all products back to back,
-// which the A53 model charges 102 cycles per pair of quads; scheduled by hand (each chain's
-// SMULL, SMLAL and SADALP 6 instructions apart, the next vectors' loads and EORs in between,
-// no spills) it is charged 82 (B at a stride) and 90 (B at quad offsets, whose pointer is
-// loaded at the top of the pair). Registers: v8–v23 the accumulators, in the order of
-// Kernels::micro's acc[m][0][2j + half] (row m, lanes 4j..4j+3); v24/v25 the A words of rows
-// 0/1 for quad q and v26/v27 for quad q + 1; v28/v29 and v30/v31 B vectors j of quads q and
-// q + 1, alternating; v0–v3 the int16 products; v7 the 0x80 bias. The odd quad after the pairs
-// (ZT_S8_SINGLE) takes 45 cycles on the model.
-#define ZT_S8_PAIRS_LOOP(TOP, FILLER) \
-  "1:\n" \
-  TOP \
-  "ldr q28, [%[p0]]\n" \
-  "ldr q29, [%[p1]]\n" \
-  "ldr q30, [%[p0], #16]\n" \
-  "ldr q31, [%[p1], #16]\n" \
-  "eor v28.16b, v28.16b, v7.16b\n" \
-  "eor v29.16b, v29.16b, v7.16b\n" \
-  "smull v0.8h, v28.8b, v24.8b\n" \
-  "smull2 v1.8h, v28.16b, v24.16b\n" \
-  "smull v2.8h, v28.8b, v25.8b\n" \
-  "smull2 v3.8h, v28.16b, v25.16b\n" \
-  "eor v30.16b, v30.16b, v7.16b\n" \
-  "eor v31.16b, v31.16b, v7.16b\n" \
-  "smlal v0.8h, v29.8b, v26.8b\n" \
-  "smlal2 v1.8h, v29.16b, v26.16b\n" \
-  "smlal v2.8h, v29.8b, v27.8b\n" \
-  "smlal2 v3.8h, v29.16b, v27.16b\n" \
-  "ldr q28, [%[p0], #32]\n" \
-  "ldr q29, [%[p1], #32]\n" \
-  "sadalp v8.4s, v0.8h\n" \
-  "sadalp v9.4s, v1.8h\n" \
-  "sadalp v16.4s, v2.8h\n" \
-  "sadalp v17.4s, v3.8h\n" \
-  "smull v0.8h, v30.8b, v24.8b\n" \
-  "smull2 v1.8h, v30.16b, v24.16b\n" \
-  "smull v2.8h, v30.8b, v25.8b\n" \
-  "smull2 v3.8h, v30.16b, v25.16b\n" \
-  "eor v28.16b, v28.16b, v7.16b\n" \
-  "eor v29.16b, v29.16b, v7.16b\n" \
-  "smlal v0.8h, v31.8b, v26.8b\n" \
-  "smlal2 v1.8h, v31.16b, v26.16b\n" \
-  "smlal v2.8h, v31.8b, v27.8b\n" \
-  "smlal2 v3.8h, v31.16b, v27.16b\n" \
-  "ldr q30, [%[p0], #48]\n" \
-  "ldr q31, [%[p1], #48]\n" \
-  "sadalp v10.4s, v0.8h\n" \
-  "sadalp v11.4s, v1.8h\n" \
-  "sadalp v18.4s, v2.8h\n" \
-  "sadalp v19.4s, v3.8h\n" \
-  "smull v0.8h, v28.8b, v24.8b\n" \
-  "smull2 v1.8h, v28.16b, v24.16b\n" \
-  "smull v2.8h, v28.8b, v25.8b\n" \
-  "smull2 v3.8h, v28.16b, v25.16b\n" \
-  "eor v30.16b, v30.16b, v7.16b\n" \
-  "eor v31.16b, v31.16b, v7.16b\n" \
-  "smlal v0.8h, v29.8b, v26.8b\n" \
-  "smlal2 v1.8h, v29.16b, v26.16b\n" \
-  "smlal v2.8h, v29.8b, v27.8b\n" \
-  "smlal2 v3.8h, v29.16b, v27.16b\n" \
-  "add %[a0], %[a0], %[astep2]\n" \
-  "add %[a1], %[a1], %[astep2]\n" \
-  "sadalp v12.4s, v0.8h\n" \
-  "sadalp v13.4s, v1.8h\n" \
-  "sadalp v20.4s, v2.8h\n" \
-  "sadalp v21.4s, v3.8h\n" \
-  "smull v0.8h, v30.8b, v24.8b\n" \
-  "smull2 v1.8h, v30.16b, v24.16b\n" \
-  "smull v2.8h, v30.8b, v25.8b\n" \
-  "smull2 v3.8h, v30.16b, v25.16b\n" \
-  FILLER \
-  "smlal v0.8h, v31.8b, v26.8b\n" \
-  "smlal2 v1.8h, v31.16b, v26.16b\n" \
-  "smlal v2.8h, v31.8b, v27.8b\n" \
-  "smlal2 v3.8h, v31.16b, v27.16b\n" \
-  "add %[a2], %[a2], %[astep2]\n" \
-  "add %[a3], %[a3], %[astep2]\n" \
-  "subs %w[n], %w[n], #1\n" \
-  "sadalp v14.4s, v0.8h\n" \
-  "sadalp v15.4s, v1.8h\n" \
-  "sadalp v22.4s, v2.8h\n" \
-  "sadalp v23.4s, v3.8h\n" \
-  "b.ne 1b\n"
-
-#define ZT_S8_LOAD_A \
-  "ld1r {v24.4s}, [%[a0]]\n" \
-  "ld1r {v25.4s}, [%[a1]]\n" \
-  "ld1r {v26.4s}, [%[a2]]\n" \
-  "ld1r {v27.4s}, [%[a3]]\n"
+// The quad loop of the 2-row × 16-lane tile (the one LeNet-5's convolutions run on) in assembly,
+// scheduled for the A53's in-order pipe as llvm-mca models it (docs/results/a53-model.md): one
+// 128-bit NEON instruction issues per cycle and its result is ready 6 cycles later; issue and
+// write-back are in order, so a load or an integer instruction after a NEON one waits for it
+// (a load about 1 cycle, an ADD about 2, a post-indexed load about 6: none are used here).
+// A pair of quads is two halves (B vectors j = 0, 1, then 2, 3); each half is 8 SMULL, then 8
+// SMLAL into the same 8 int16 temporaries v0–v7, then 8 SADALP into the accumulators, so every
+// chain's next step is 8 instructions later. The next vectors' loads and the pointer updates
+// sit between them, and the next pair's A words and first B vectors are loaded during the
+// current pair (the last pair is a copy of the loop body without them, so nothing is read past
+// the operands). Modelled at 67 cycles per pair with packed A and B at quad offsets, 65 with B at
+// a stride (rows A: 70 and 68; the earlier loop, which also undid a +128 bias with 8 EORs per
+// pair, 90 and 82). Registers: v8–v23
+// the accumulators, in the order of Kernels::micro's acc[m][0][2j + half] (row m, lanes
+// 4j..4j+3); v24/v25 the A words of rows 0/1 for quad q and v26/v27 for quad q + 1 (packed A:
+// two LD2R; rows A: four LD1R); v28/v29 B vectors j, j + 1 of
+// quad q and v30/v31 of quad q + 1. The odd quad after the pairs (ZT_S8_SINGLE) takes 45
+// cycles on the model.
+//
+// Half of a pair: the 24 NEON instructions with the fill F<i> placed after instruction i.
+// R0..R3 / S0..S3: the accumulators of rows 0 / 1 for vectors j (halves a, b) and j + 1.
+#define ZT_S8_HALF(R0, R1, R2, R3, S0, S1, S2, S3, F1, F9, F11, F17, F18, F19, F20, F21)        \
+  "smull v0.8h, v28.8b, v24.8b\n"                                                                  \
+  "smull2 v1.8h, v28.16b, v24.16b\n" F1                                                            \
+  "smull v2.8h, v28.8b, v25.8b\n"                                                                  \
+  "smull2 v3.8h, v28.16b, v25.16b\n"                                                               \
+  "smull v4.8h, v29.8b, v24.8b\n"                                                                  \
+  "smull2 v5.8h, v29.16b, v24.16b\n"                                                               \
+  "smull v6.8h, v29.8b, v25.8b\n"                                                                  \
+  "smull2 v7.8h, v29.16b, v25.16b\n"                                                               \
+  "smlal v0.8h, v30.8b, v26.8b\n"                                                                  \
+  "smlal2 v1.8h, v30.16b, v26.16b\n" F9                                                            \
+  "smlal v2.8h, v30.8b, v27.8b\n"                                                                  \
+  "smlal2 v3.8h, v30.16b, v27.16b\n" F11                                                           \
+  "smlal v4.8h, v31.8b, v26.8b\n"                                                                  \
+  "smlal2 v5.8h, v31.16b, v26.16b\n"                                                               \
+  "smlal v6.8h, v31.8b, v27.8b\n"                                                                  \
+  "smlal2 v7.8h, v31.16b, v27.16b\n"                                                               \
+  "sadalp v" R0 ".4s, v0.8h\n"                                                                     \
+  "sadalp v" R1 ".4s, v1.8h\n" F17                                                                 \
+  "sadalp v" S0 ".4s, v2.8h\n" F18                                                                 \
+  "sadalp v" S1 ".4s, v3.8h\n" F19                                                                 \
+  "sadalp v" R2 ".4s, v4.8h\n" F20                                                                 \
+  "sadalp v" R3 ".4s, v5.8h\n" F21                                                                 \
+  "sadalp v" S2 ".4s, v6.8h\n"                                                                     \
+  "sadalp v" S3 ".4s, v7.8h\n"
+#define ZT_S8_HALF0(F1, F9, F11, F17, F18, F19, F20, F21) \
+  ZT_S8_HALF("8", "9", "10", "11", "16", "17", "18", "19", F1, F9, F11, F17, F18, F19, F20, F21)
+#define ZT_S8_HALF1(F1, F9, F11, F17, F18, F19, F20, F21) \
+  ZT_S8_HALF("12", "13", "14", "15", "20", "21", "22", "23", F1, F9, F11, F17, F18, F19, F20, F21)
+// One pair. NEXT_OFF: the next pair's B offsets are read (quad offsets); ADV_B: p0 and p1 move to
+// the next pair; ADV_A, LOAD_A: the A pointers move on and the next A words are loaded; LOAD_B:
+// the next pair's vectors 0 and 1 are loaded; END: the loop's count and branch.
+#define ZT_S8_PAIR(NEXT_OFF, ADV_B, ADV_A, LOAD_A, LOAD_B0, LOAD_B1, END)                         \
+  ZT_S8_HALF0(NEXT_OFF, "ldr q28, [%[p0], #32]\n", "ldr q29, [%[p0], #48]\n",                     \
+              "ldr q30, [%[p1], #32]\n", "", "ldr q31, [%[p1], #48]\n", ADV_B, "")                \
+  ZT_S8_HALF1("", LOAD_B0, "", "", ADV_A, LOAD_B1, "", LOAD_A END)
+#define ZT_S8_LOAD_B0 "ldr q28, [%[p0]]\n ldr q29, [%[p0], #16]\n"
+#define ZT_S8_LOAD_B1 "ldr q30, [%[p1]]\n ldr q31, [%[p1], #16]\n"
+// The two A layouts, each stepping by two quads: packed (rows 0 and 1 of a quad in consecutive
+// words, a0 at quad q and a2 at quad q + 1: one LD2R each) and rows (a0, a1 at quad q, a2, a3
+// at quad q + 1: one LD1R each).
+#define ZT_S8_ADV_A_PACKED "add %[a0], %[a0], %[astep2]\n add %[a2], %[a2], %[astep2]\n"
+#define ZT_S8_LOAD_A_PACKED "ld2r {v24.4s, v25.4s}, [%[a0]]\n ld2r {v26.4s, v27.4s}, [%[a2]]\n"
+#define ZT_S8_SINGLE_A_PACKED "ld2r {v24.4s, v25.4s}, [%[a0]]\n"
+#define ZT_S8_ADV_A_ROWS                                                                           \
+  "add %[a0], %[a0], %[astep2]\n add %[a1], %[a1], %[astep2]\n"                                    \
+  "add %[a2], %[a2], %[astep2]\n add %[a3], %[a3], %[astep2]\n"
+#define ZT_S8_LOAD_A_ROWS                                                                          \
+  "ld1r {v24.4s}, [%[a0]]\n ld1r {v25.4s}, [%[a1]]\n ld1r {v26.4s}, [%[a2]]\n ld1r {v27.4s}, [%[a3]]\n"
+#define ZT_S8_SINGLE_A_ROWS "ld1r {v24.4s}, [%[a0]]\n ld1r {v25.4s}, [%[a1]]\n"
+// The two B layouts: quad offsets (p0 = b + off[q], p1 = b + off[q + 1]) and a stride.
+#define ZT_S8_FIRST_B_OFF                                                                          \
+  "ldpsw %[o0], %[o1], [%[off]]\n add %[off], %[off], #8\n"                                        \
+  "add %[p0], %[b], %[o0]\n add %[p1], %[b], %[o1]\n"
+#define ZT_S8_NEXT_OFF "ldpsw %[o0], %[o1], [%[off]]\n"
+#define ZT_S8_ADV_B_OFF "add %[off], %[off], #8\n add %[p0], %[b], %[o0]\n add %[p1], %[b], %[o1]\n"
+#define ZT_S8_ADV_B_STEP "add %[p0], %[p0], %[bstep2]\n add %[p1], %[p1], %[bstep2]\n"
+#define ZT_S8_SINGLE_B_OFF "ldrsw %[p0], [%[off]]\n add %[p0], %[b], %[p0]\n"
 
 // One quad (the odd one after the pairs): rows 0/1 only, temporaries v0–v6 and v26.
 #define ZT_S8_SINGLE(TOP) \
   TOP \
-  "ld1r {v24.4s}, [%[a0]]\n" \
-  "ld1r {v25.4s}, [%[a1]]\n" \
   "ldr q28, [%[p0]]\n" \
   "ldr q29, [%[p0], #16]\n" \
   "ldr q30, [%[p0], #32]\n" \
   "ldr q31, [%[p0], #48]\n" \
-  "eor v28.16b, v28.16b, v7.16b\n" \
-  "eor v29.16b, v29.16b, v7.16b\n" \
-  "eor v30.16b, v30.16b, v7.16b\n" \
-  "eor v31.16b, v31.16b, v7.16b\n" \
   "smull v0.8h, v28.8b, v24.8b\n" \
   "smull2 v1.8h, v28.16b, v24.16b\n" \
   "smull v2.8h, v28.8b, v25.8b\n" \
@@ -153,7 +136,6 @@ namespace {
   "sadalp v22.4s, v6.8h\n" \
   "sadalp v23.4s, v26.8h\n"
 
-
 // The sums over quads q < nq (nq ≥ 1: pairs, then the odd one) of rows a0, a1 (quad q of a row
 // at row + q·a_step) and B (quad q at b + b_off[q], or b + q·b_step when b_off is null), stored
 // at acc: the 16 accumulators (kFinish false), or the 8 finished lane sums, row m's lanes
@@ -162,11 +144,13 @@ template <bool kFinish>
 void quads_2x1(int32x4_t* acc, const std::int8_t* a0, const std::int8_t* a1, ptrdiff_t a_step,
                const std::uint8_t* b, const std::int32_t* b_off, ptrdiff_t b_step, int nq) {
   const std::int8_t *a2 = a0 + a_step, *a3 = a1 + a_step;
-  const ptrdiff_t astep2 = 2 * a_step;
+  const ptrdiff_t astep2 = 2 * a_step, bstep2 = 2 * b_step;
+  const std::uint8_t *p0 = b, *p1 = b + b_step;  // B at a stride; quad offsets set them in the asm
+  std::int64_t o0, o1;
   int np = nq / 2;
   const int odd = nq % 2;
+  const bool packed = a1 == a0 + 4;  // Kernels::micro's packed A (word (m, q) at a + q·a_step + 4m)
 #define ZT_S8_PAIRS_START                                                                          \
-  "movi v7.16b, #0x80\n"                                                                          \
   "movi v8.4s, #0\n movi v9.4s, #0\n movi v10.4s, #0\n movi v11.4s, #0\n"                         \
   "movi v12.4s, #0\n movi v13.4s, #0\n movi v14.4s, #0\n movi v15.4s, #0\n"                       \
   "movi v16.4s, #0\n movi v17.4s, #0\n movi v18.4s, #0\n movi v19.4s, #0\n"                       \
@@ -184,53 +168,67 @@ void quads_2x1(int32x4_t* acc, const std::int8_t* a0, const std::int8_t* a1, ptr
   "addp v6.4s, v20.4s, v21.4s\n addp v7.4s, v22.4s, v23.4s\n"                                      \
   "st1 {v0.4s, v1.4s, v2.4s, v3.4s}, [%[acc]], #64\n"                                              \
   "st1 {v4.4s, v5.4s, v6.4s, v7.4s}, [%[acc]], #64\n"
-#define ZT_S8_PAIRS_CLOBBERS                                                                       \
-  "cc", "memory", "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12",  \
-      "v13", "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25",   \
-      "v26", "v27", "v28", "v29", "v30", "v31"
-// B at quad offsets: the pair's two offsets are loaded at its top.
-#define ZT_S8_QUADS_OFF(END)                                                                       \
-  asm volatile(ZT_S8_PAIRS_START ZT_S8_PAIRS_LOOP("ldpsw %[p0], %[p1], [%[off]], #8\n" ZT_S8_LOAD_A      \
-                                                  "add %[p0], %[b], %[p0]\n add %[p1], %[b], %[p1]\n",  \
-                                                  "")                                              \
-               "3:\n tbz %w[odd], #0, 4f\n" ZT_S8_SINGLE("ldrsw %[p0], [%[off]]\n add %[p0], %[b], %[p0]\n") \
-               "4:\n" END                                                                        \
-               : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [off] "+r"(b_off),      \
-                 [n] "+r"(np), [acc] "+r"(acc), [p0] "=&r"(p0), [p1] "=&r"(p1)                       \
-               : [b] "r"(b), [astep2] "r"(astep2), [odd] "r"(odd)                                   \
-               : ZT_S8_PAIRS_CLOBBERS)
-// B at a stride: both pointers step by two quads after the pair's last load.
-#define ZT_S8_QUADS_STEP(END)                                                                      \
-  asm volatile(ZT_S8_PAIRS_START ZT_S8_PAIRS_LOOP(                                                  \
-                   ZT_S8_LOAD_A, "add %[p0], %[p0], %[bstep2]\n add %[p1], %[p1], %[bstep2]\n")     \
-               "3:\n tbz %w[odd], #0, 4f\n" ZT_S8_SINGLE("") "4:\n" END                            \
-               : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [n] "+r"(np),           \
-                 [acc] "+r"(acc), [p0] "+r"(p0), [p1] "+r"(p1)                                       \
-               : [astep2] "r"(astep2), [bstep2] "r"(bstep2), [odd] "r"(odd)                         \
-               : ZT_S8_PAIRS_CLOBBERS)
+// FIRST_B: p0, p1 of the first pair; ADV_B_LAST: what the odd quad needs of B after the last
+// pair; SINGLE_B: its B pointer.
+// Every register the asm writes is early-clobber: p0 starts equal to b, and GCC would otherwise
+// give the two one register.
+#define ZT_S8_QUADS(FIRST_B, NEXT_OFF, ADV_B, ADV_B_LAST, SINGLE_B, ADV_A, LOAD_A, SINGLE_A, END)  \
+  asm volatile(ZT_S8_PAIRS_START FIRST_B LOAD_A ZT_S8_LOAD_B0 ZT_S8_LOAD_B1                        \
+               "subs %w[n], %w[n], #1\n b.eq 2f\n"                                                 \
+               "1:\n" ZT_S8_PAIR(NEXT_OFF, ADV_B, ADV_A, LOAD_A, ZT_S8_LOAD_B0, ZT_S8_LOAD_B1,     \
+                                 "subs %w[n], %w[n], #1\n") "b.ne 1b\n"                            \
+               "2:\n" ZT_S8_PAIR("", ADV_B_LAST, ADV_A, "", "", "", "")                            \
+               "3:\n tbz %w[odd], #0, 4f\n" ZT_S8_SINGLE(SINGLE_B SINGLE_A) "4:\n" END            \
+               : [a0] "+&r"(a0), [a1] "+&r"(a1), [a2] "+&r"(a2), [a3] "+&r"(a3), [off] "+&r"(b_off), \
+                 [n] "+&r"(np), [acc] "+&r"(acc), [p0] "+&r"(p0), [p1] "+&r"(p1), [o0] "=&r"(o0),    \
+                 [o1] "=&r"(o1)                                                                    \
+               : [b] "r"(b), [astep2] "r"(astep2), [bstep2] "r"(bstep2), [odd] "r"(odd)            \
+               : "cc", "memory", "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10",  \
+                 "v11", "v12", "v13", "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21",      \
+                 "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31")
+#define ZT_S8_QUADS_A(B_ARGS, END)                                                                 \
+  if (packed)                                                                                      \
+    ZT_S8_QUADS(B_ARGS, ZT_S8_ADV_A_PACKED, ZT_S8_LOAD_A_PACKED, ZT_S8_SINGLE_A_PACKED, END);      \
+  else                                                                                             \
+    ZT_S8_QUADS(B_ARGS, ZT_S8_ADV_A_ROWS, ZT_S8_LOAD_A_ROWS, ZT_S8_SINGLE_A_ROWS, END)
+#define ZT_S8_B_OFF ZT_S8_FIRST_B_OFF, ZT_S8_NEXT_OFF, ZT_S8_ADV_B_OFF, "", ZT_S8_SINGLE_B_OFF
+#define ZT_S8_B_STEP "", "", ZT_S8_ADV_B_STEP, "add %[p0], %[p0], %[bstep2]\n", ""
   if (b_off != nullptr) {
-    std::uint64_t p0, p1;
     if constexpr (kFinish)
-      ZT_S8_QUADS_OFF(ZT_S8_PAIRS_FINISH);
+      ZT_S8_QUADS_A(ZT_S8_B_OFF, ZT_S8_PAIRS_FINISH);
     else
-      ZT_S8_QUADS_OFF(ZT_S8_PAIRS_STORE);
+      ZT_S8_QUADS_A(ZT_S8_B_OFF, ZT_S8_PAIRS_STORE);
   } else {
-    const std::uint8_t *p0 = b, *p1 = b + b_step;
-    const ptrdiff_t bstep2 = 2 * b_step;
     if constexpr (kFinish)
-      ZT_S8_QUADS_STEP(ZT_S8_PAIRS_FINISH);
+      ZT_S8_QUADS_A(ZT_S8_B_STEP, ZT_S8_PAIRS_FINISH);
     else
-      ZT_S8_QUADS_STEP(ZT_S8_PAIRS_STORE);
+      ZT_S8_QUADS_A(ZT_S8_B_STEP, ZT_S8_PAIRS_STORE);
   }
 }
 #undef ZT_S8_PAIRS_START
 #undef ZT_S8_PAIRS_STORE
 #undef ZT_S8_PAIRS_FINISH
-#undef ZT_S8_QUADS_OFF
-#undef ZT_S8_QUADS_STEP
-#undef ZT_S8_PAIRS_CLOBBERS
-#undef ZT_S8_PAIRS_LOOP
-#undef ZT_S8_LOAD_A
+#undef ZT_S8_QUADS
+#undef ZT_S8_QUADS_A
+#undef ZT_S8_B_OFF
+#undef ZT_S8_B_STEP
+#undef ZT_S8_HALF
+#undef ZT_S8_HALF0
+#undef ZT_S8_HALF1
+#undef ZT_S8_PAIR
+#undef ZT_S8_LOAD_B0
+#undef ZT_S8_LOAD_B1
+#undef ZT_S8_ADV_A_PACKED
+#undef ZT_S8_LOAD_A_PACKED
+#undef ZT_S8_SINGLE_A_PACKED
+#undef ZT_S8_ADV_A_ROWS
+#undef ZT_S8_LOAD_A_ROWS
+#undef ZT_S8_SINGLE_A_ROWS
+#undef ZT_S8_FIRST_B_OFF
+#undef ZT_S8_NEXT_OFF
+#undef ZT_S8_ADV_B_OFF
+#undef ZT_S8_ADV_B_STEP
+#undef ZT_S8_SINGLE_B_OFF
 #undef ZT_S8_SINGLE
 #endif
 

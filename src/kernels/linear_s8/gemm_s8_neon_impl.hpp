@@ -12,8 +12,8 @@
 //   kAsm2x1, quads_2x1          whether P has its own loop over the main quads of the 2 × 1
 //                               tile (gemm_s8_neon.cpp), which starts the accumulators from zero
 //                               and, without a tail quad, also finishes the lane sums
-// B bytes are stored biased (value + 128); the kernels undo it with an xor and multiply the true
-// int8 values, so the micro-kernel results need no correction (MicroArgs::corr is not read).
+// B bytes are stored as their int8 values (b_bias 0), so the micro-kernel results need no
+// correction (MicroArgs::corr is not read).
 // The sums stay exact under the same kMaxTerms bound as the other kernels; a policy that adds
 // two products in one int16 (Mull::step4x2) needs B in [−127, 127] (gemm_s8_neon.cpp).
 #pragma once
@@ -28,10 +28,8 @@
 
 namespace zt::kernels::s8::neon {
 
-// 16 bytes of a biased operand as their int8 values.
-inline int8x16_t load_unbiased(const std::uint8_t* p) {
-  return vreinterpretq_s8_u8(veorq_u8(vld1q_u8(p), vdupq_n_u8(kBias)));
-}
+// 16 bytes of a B or x operand (stored as int8 values) as their int8 values.
+inline int8x16_t load_b(const std::uint8_t* p) { return vld1q_s8(reinterpret_cast<const std::int8_t*>(p)); }
 // The 4 bytes at p (any alignment) repeated over 16 bytes.
 inline int8x16_t broadcast_word(const std::int8_t* p) {
   std::int32_t w;
@@ -52,6 +50,7 @@ template <class P>
 struct Kernels {
   static constexpr int R = P::kRegs4;  // accumulators per 4 lanes
   static constexpr int max_mr(bool rows_a, int nv) { return P::max_mr(rows_a, nv); }
+  static constexpr std::uint8_t kBBias = 0;  // B and x as their int8 values
 
   // ---- micro-kernel (see MicroArgs) -------------------------------------------------------
   template <bool kRows, int MR, int NV>
@@ -113,7 +112,7 @@ struct Kernels {
       for (int v = 0; v < NV; ++v)
 #pragma GCC unroll 4
         for (int j = 0; j < 4; ++j) {
-          const int8x16_t b = load_unbiased(bq + v * p.b_vec + 16 * j);
+          const int8x16_t b = load_b(bq + v * p.b_vec + 16 * j);
 #pragma GCC unroll 8
           for (int m = 0; m < MR; ++m) P::step4(&acc[m][v][j * R], b, a[m]);
         }
@@ -129,8 +128,8 @@ struct Kernels {
       for (int v = 0; v < NV; ++v)
 #pragma GCC unroll 4
         for (int j = 0; j < 4; ++j) {
-          const int8x16_t b = load_unbiased(bq + v * p.b_vec + 16 * j);
-          const int8x16_t b2 = load_unbiased(bq2 + v * p.b_vec + 16 * j);
+          const int8x16_t b = load_b(bq + v * p.b_vec + 16 * j);
+          const int8x16_t b2 = load_b(bq2 + v * p.b_vec + 16 * j);
 #pragma GCC unroll 8
           for (int m = 0; m < MR; ++m) P::step4x2(&acc[m][v][j * R], b, a[m], b2, a2[m]);
         }
@@ -162,7 +161,7 @@ struct Kernels {
   }
 
   // ---- vector dot tile (see DotArgs) ---------------------------------------------------------
-  // part gets Σ x·e with x biased: Σ (x − 128)·e + 128·Σ e, both exact in int32 lanes.
+  // part gets Σ (x + 128)·e (the contract) as Σ x·e + 128·Σ e, both exact in int32 lanes.
   template <int OB, int TB>
   static void dot(const DotArgs& p) {
     for (int o = 0; o < OB; ++o) {
@@ -179,7 +178,7 @@ struct Kernels {
           const int8x16_t ev = vld1q_s8(e + at);
           esum = vpadalq_s16(esum, vpaddlq_s8(ev));
 #pragma GCC unroll 4
-          for (int t = 0; t < TB; ++t) P::step4(acc[t], load_unbiased(p.x[t] + at), ev);
+          for (int t = 0; t < TB; ++t) P::step4(acc[t], load_b(p.x[t] + at), ev);
         }
         const int32x4_t bias = vshlq_n_s32(esum, 7);
 #pragma GCC unroll 4

@@ -16,6 +16,7 @@ struct Portable {
   static void dot(const DotArgs& p);
   // One vector: wider tiles gain nothing from plain loops.
   static constexpr int max_mr(bool, int nv) { return nv == 1 ? 4 : 0; }
+  static constexpr std::uint8_t kBBias = kBias;
 };
 
 template <bool kRows, int MR, int NV>

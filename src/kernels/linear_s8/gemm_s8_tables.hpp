@@ -4,6 +4,7 @@
 //   template <bool kRows, int MR, int NV> static void micro(const MicroArgs&);
 //   template <int OB, int TB> static void dot(const DotArgs&);
 //   static constexpr int max_mr(bool rows_a, int nv);  // 0 where (A mode, NV) is not built
+//   static constexpr std::uint8_t kBBias;               // MicroKernel::b_bias
 // and declares K in an unnamed namespace, so that the instantiations below stay inside its file
 // (each file has its own target flags: no inline copy may be shared between them).
 #pragma once
@@ -53,7 +54,7 @@ struct Tables {
     ZT_CHECK(ob >= 1 && ob <= kDotOb && tb >= 1 && tb <= kDotTb);
     kTable[(ob - 1) * kDotTb + (tb - 1)](args);
   }
-  static constexpr MicroKernel kernel{&max_mr, &run_micro, &run_dot};
+  static constexpr MicroKernel kernel{&max_mr, &run_micro, &run_dot, K::kBBias};
 };
 
 }  // namespace zt::kernels::s8

@@ -115,18 +115,18 @@ void linear_forward(const MicroKernel& micro, int B, int N, int K, const std::in
             for (; q < full; ++q) {
               std::uint32_t v;
               std::memcpy(&v, src + 4 * q, 4);
-              v ^= 0x80808080u;
+              v ^= 0x01010101u * micro.b_bias;
               std::memcpy(d + q * b_step, &v, 4);
             }
             if (q < nq) {  // the partial last quad of the row
               for (int s = 0; s < 4; ++s)
                 d[q * b_step + s] = 4 * (q0 + q) + s < K
-                                        ? static_cast<std::uint8_t>(static_cast<std::uint8_t>(src[4 * q + s]) ^ kBias)
-                                        : kBias;
+                                        ? static_cast<std::uint8_t>(static_cast<std::uint8_t>(src[4 * q + s]) ^ micro.b_bias)
+                                        : micro.b_bias;
               ++q;
             }
           }
-          for (; q < nq; ++q) std::memset(d + q * b_step, kBias, 4);
+          for (; q < nq; ++q) std::memset(d + q * b_step, micro.b_bias, 4);
         });
         run_tiles(team, micro, true, B, panels,
                   [&](MicroArgs& a, int r0, int mr, int p0, int nv, RowsA& ra, std::int32_t* corr, bool fresh) {
@@ -179,8 +179,8 @@ void linear_backward_input(const MicroKernel& micro, int B, int N, int K, const 
             r[s] = n < N ? w + static_cast<ptrdiff_t>(n) * K + lane0 : kZeroRow;
           }
           std::uint8_t* d = pack + q * b_step;
-          interleave4(d, r[0], r[1], r[2], r[3], lanes, kBias);
-          std::memset(d + 4 * lanes, kBias, static_cast<std::size_t>(b_step - 4 * lanes));
+          interleave4(d, r[0], r[1], r[2], r[3], lanes, micro.b_bias);
+          std::memset(d + 4 * lanes, micro.b_bias, static_cast<std::size_t>(b_step - 4 * lanes));
         });
         run_tiles(team, micro, true, B, panels,
                   [&](MicroArgs& a, int r0, int mr, int p0, int nv, RowsA& ra, std::int32_t* corr, bool fresh) {
@@ -255,8 +255,8 @@ void linear_backward_weights(const MicroKernel& micro, int B, int N, int K, cons
               }
               interleave4(e4 + q * a_step, re[0], re[1], re[2], re[3], rows, 0);
               std::uint8_t* d = x4 + q * b_step;
-              interleave4(d, rx[0], rx[1], rx[2], rx[3], lanes, kBias);
-              std::memset(d + 4 * lanes, kBias, static_cast<std::size_t>(b_step - 4 * lanes));
+              interleave4(d, rx[0], rx[1], rx[2], rx[3], lanes, micro.b_bias);
+              std::memset(d + 4 * lanes, micro.b_bias, static_cast<std::size_t>(b_step - 4 * lanes));
             });
             const int b_end = std::min(B, 4 * (q0 + nq));
             team_for(team, rows, [&](int n) {
