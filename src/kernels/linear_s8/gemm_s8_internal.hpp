@@ -119,10 +119,12 @@ const MicroKernel& micro_kernel(Isa isa);
 
 // dst[l] = src[l] for a run of n ≤ kLanes (16) int32 values: up to four 4-value blocks, the
 // last one ending at n (overlapping its predecessor when n is not a multiple of 4); n < 4 one
-// by one. No loop, so a tile's store is a few vector moves.
+// by one. No loop (and no memcpy call), so a tile's store is a few vector moves.
 inline void copy_run(std::int32_t* __restrict dst, const std::int32_t* __restrict src, int n) {
   if (n < 4) {
-    for (int l = 0; l < n; ++l) dst[l] = src[l];
+    if (n > 2) dst[2] = src[2];
+    if (n > 1) dst[1] = src[1];
+    if (n > 0) dst[0] = src[0];
     return;
   }
   std::memcpy(dst, src, 16);
@@ -137,7 +139,7 @@ inline void store_tile_row(const MicroArgs& p, int m, const std::int32_t* acc, i
   std::int32_t* c = p.c + m * p.ldc;
   if (p.runs != nullptr) {
     for (int v = 0; v < lanes / kLanes; ++v)
-      for (int i = 0; i < p.nruns[v]; ++i) {
+      for (int i = 0, nr = p.nruns[v]; i < nr; ++i) {  // nr read once: c's stores may alias it
         const CanvasRun& r = p.runs[v * kMaxRuns + i];
         if (corr_m == 0)  // the NEON kernels
           copy_run(c + r.dst, acc + v * kLanes + r.first, r.count);

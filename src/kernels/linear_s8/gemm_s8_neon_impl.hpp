@@ -83,11 +83,23 @@ struct Kernels {
     int q = 0;
     if constexpr (MR == 2 && NV == 1 && P::kAsm2x1) {  // the policy's own loop over the main quads
       if (nq_main == p.nq) {  // no tail quad: the policy finishes the lane sums as well
-        int32x4_t fin[MR][4];
-        P::template quads_2x1<true>(&fin[0][0], main_word(0, 0), main_word(0, 1), p.a_step, p.b, p.b_off, p.b_step,
-                                    nq_main);
-        store_row(0, fin[0]);
-        store_row(1, fin[1]);
+        // Written by the asm (a memory clobber) and read as int32 words: a canvas store copies
+        // its runs straight from here.
+        alignas(16) std::int32_t fin[MR][kLanes];
+        P::template quads_2x1<true>(reinterpret_cast<int32x4_t*>(&fin[0][0]), main_word(0, 0), main_word(0, 1),
+                                    p.a_step, p.b, p.b_off, p.b_step, nq_main);
+        for (int m = 0; m < MR; ++m) {
+          if (p.runs != nullptr || kLanes > p.n_valid) {
+            store_tile_row(p, m, fin[m], kLanes, 0);
+            continue;
+          }
+          std::int32_t* c = p.c + m * p.ldc;
+#pragma GCC unroll 4
+          for (int i = 0; i < 4; ++i) {
+            const int32x4_t v = vld1q_s32(fin[m] + 4 * i);
+            vst1q_s32(c + 4 * i, p.accumulate ? vaddq_s32(vld1q_s32(c + 4 * i), v) : v);
+          }
+        }
         return;
       }
       if (nq_main >= 1) {
