@@ -116,7 +116,8 @@ struct PoolCase { int planes, h, w; };
 const PoolCase kCases[] = {{1, 2, 2},  {1, 3, 3},  {3, 1, 5},   {2, 5, 1},    {0, 4, 4},
                            {2, 4, 34}, {3, 7, 33}, {5, 9, 31},  {4, 28, 28},  {1, 2, 64},
                            {7, 6, 65}, {6, 3, 17}, {192, 28, 28}, {512, 14, 15},
-                           {16, 10, 10}, {2, 9, 8}, {2, 4, 18}, {3, 2, 46}};  // ow 5, 4, 9, 23: 8-wide groups
+                           {16, 10, 10}, {2, 9, 8}, {2, 4, 18}, {3, 2, 46},  // ow 5, 4, 9, 23: 8-wide groups
+                           {2, 12, 12}, {3, 14, 15}};  // ow 6, 7: rows in pairs, then one, then the last
 
 // Naive: the window's argmax in scan order with strict > (first maximum wins).
 int window_argmax(const std::int8_t* xp, int w, int i, int j) {

@@ -33,11 +33,22 @@ inline uint16x8_t widen_mask(uint8x8_t m) { return vreinterpretq_u16_s16(vmovl_s
 }  // namespace
 
 void relu_forward_s8_neon(std::size_t n, const std::int8_t* x, std::int8_t* y) {
-  detail::for_each_chunk(n, kParallelMin, kChunk, [&](std::size_t b, std::size_t len) {
+  detail::for_each_chunk(n, kParallelMin, kChunk, [x, y](std::size_t b, std::size_t len) {
+    const std::int8_t* xb = x + b;  // by value: the stores below cannot reload them
+    std::int8_t* yb = y + b;
     const int8x16_t zero = vdupq_n_s8(0);
     std::size_t i = 0;
-    for (; i + 16 <= len; i += 16) vst1q_s8(y + b + i, vmaxq_s8(vld1q_s8(x + b + i), zero));
-    if (i < len) relu_forward_s8(len - i, x + b + i, y + b + i);
+    // 64 bytes per step, the loads first: the in-order A53 then overlaps the four vectors.
+    for (; i + 64 <= len; i += 64) {
+      const int8x16_t v0 = vld1q_s8(xb + i), v1 = vld1q_s8(xb + i + 16), v2 = vld1q_s8(xb + i + 32),
+                      v3 = vld1q_s8(xb + i + 48);
+      vst1q_s8(yb + i, vmaxq_s8(v0, zero));
+      vst1q_s8(yb + i + 16, vmaxq_s8(v1, zero));
+      vst1q_s8(yb + i + 32, vmaxq_s8(v2, zero));
+      vst1q_s8(yb + i + 48, vmaxq_s8(v3, zero));
+    }
+    for (; i + 16 <= len; i += 16) vst1q_s8(yb + i, vmaxq_s8(vld1q_s8(xb + i), zero));
+    if (i < len) relu_forward_s8(len - i, xb + i, yb + i);
   });
 }
 
@@ -56,32 +67,50 @@ void relu_backward_s8_neon(std::size_t n, const std::int8_t* x, const std::int8_
 void maxpool2x2_forward_s8_neon(int planes, int h, int w, const std::int8_t* x, std::int8_t* y) {
   const int oh = h / 2, ow = w / 2;
   const std::size_t in_plane = static_cast<std::size_t>(h) * w, out_plane = static_cast<std::size_t>(oh) * ow;
+  // The maxima of 8 windows from input rows r0, r1 starting at window `at`.
+  const auto max8 = [](const std::int8_t* r0, const std::int8_t* r1, int at) {
+    const int8x8x2_t a = vld2_s8(r0 + 2 * at), c = vld2_s8(r1 + 2 * at);  // even / odd columns
+    return vmax_s8(vmax_s8(a.val[0], a.val[1]), vmax_s8(c.val[0], c.val[1]));
+  };
   detail::for_each_item(planes, planes * in_plane, kParallelMin, [&](int p) {
-    for (int i = 0; i < oh; ++i) {
-      const std::int8_t* r0 = x + p * in_plane + static_cast<std::size_t>(2 * i) * w;
+    const std::int8_t* xp = x + p * in_plane;
+    std::int8_t* yp = y + p * out_plane;
+    const auto in_row = [&](int i) { return xp + static_cast<std::size_t>(2 * i) * w; };
+    const auto out_row = [&](int i) { return yp + static_cast<std::size_t>(i) * ow; };
+    int i = 0;
+    // 4 ≤ ow < 8 (LeNet-5's 10 × 10 maps), all rows but the plane's last: 8 outputs per row
+    // spill 8 − ow garbage values into the next output row, which is written after, and read
+    // 16 bytes of each input row, which stay inside the plane (w ≥ 8, two rows further). Two
+    // rows at a time, both loaded before either is stored, so the in-order A53 overlaps them.
+    if (ow >= 4 && ow < 8) {
+      for (; i + 2 < oh; i += 2) {
+        const int8x8_t m0 = max8(in_row(i), in_row(i) + w, 0), m1 = max8(in_row(i + 1), in_row(i + 1) + w, 0);
+        vst1_s8(out_row(i), m0);
+        vst1_s8(out_row(i + 1), m1);
+      }
+      for (; i + 1 < oh; ++i) vst1_s8(out_row(i), max8(in_row(i), in_row(i) + w, 0));
+    }
+    for (; i < oh; ++i) {
+      const std::int8_t* r0 = in_row(i);
       const std::int8_t* r1 = r0 + w;
-      std::int8_t* yr = y + p * out_plane + static_cast<std::size_t>(i) * ow;
+      std::int8_t* yr = out_row(i);
       int j = 0;
       for (; j + 16 <= ow; j += 16) {
         const int8x16x2_t a = vld2q_s8(r0 + 2 * j), c = vld2q_s8(r1 + 2 * j);  // even / odd columns
         vst1q_s8(yr + j, vmaxq_s8(vmaxq_s8(a.val[0], a.val[1]), vmaxq_s8(c.val[0], c.val[1])));
       }
       // 8 outputs at a time; a last partial group (ow ≥ 8) is redone as the 8 ending at ow,
-      // which rewrites some outputs with the same values (LeNet-5's 28 × 28 maps: ow = 14).
-      const auto eight = [&](int at) {
-        const int8x8x2_t a = vld2_s8(r0 + 2 * at), c = vld2_s8(r1 + 2 * at);
-        vst1_s8(yr + at, vmax_s8(vmax_s8(a.val[0], a.val[1]), vmax_s8(c.val[0], c.val[1])));
-      };
-      for (; j + 8 <= ow; j += 8) eight(j);
-      if (j < ow && ow >= 8) {
-        eight(ow - 8);
-        j = ow;
+      // which rewrites some outputs with the same values (LeNet-5's 28 × 28 maps: ow = 14, the
+      // two groups loaded before either is stored).
+      if (j == 0 && ow > 8 && ow < 16) {
+        const int8x8_t m0 = max8(r0, r1, 0), m1 = max8(r0, r1, ow - 8);
+        vst1_s8(yr, m0);
+        vst1_s8(yr + ow - 8, m1);
+        continue;
       }
-      // 4 ≤ ow < 8 (LeNet-5's 10 × 10 maps), all rows but the plane's last: the 8 outputs
-      // spill 8 − ow garbage values into the next output row, which is written after, and read
-      // 16 bytes of each input row, which stay inside the plane (w ≥ 8, two rows further).
-      if (j == 0 && ow >= 4 && i + 1 < oh) {
-        eight(0);
+      for (; j + 8 <= ow; j += 8) vst1_s8(yr + j, max8(r0, r1, j));
+      if (j < ow && ow >= 8) {
+        vst1_s8(yr + ow - 8, max8(r0, r1, ow - 8));
         j = ow;
       }
       for (; j < ow; ++j)
