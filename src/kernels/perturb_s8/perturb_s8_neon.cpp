@@ -30,13 +30,11 @@ using Chunks = detail::Chunking<std::size_t{1} << 15, 4096>;
 // the pipe idle a third of the time: docs/results/a53-model.md).
 #define ZT_EACH(i) _Pragma("GCC unroll 16") for (int i = 0; i < 2 * V; ++i)
 
-// hash32(key, x) of rng.hpp per lane for x[0..V) with key[0] and x[V..2V) with key[1];
-// mix = key · 0x9e3779b9.
+// hash32(key, x) of rng.hpp per lane from its third step (the first multiply) on, for x[0..V)
+// with key[0] and x[V..2V) with key[1]; mix = key · 0x9e3779b9. The first two steps,
+// x ^= key, x ^= x >> 16, are ZGen::zv's.
 template <int V>
-[[gnu::always_inline]] inline void hash32xv(uint32x4_t (&x)[2 * V], const uint32x4_t (&key)[2],
-                                            const uint32x4_t (&mix)[2]) {
-  ZT_EACH(i) x[i] = veorq_u32(x[i], key[i / V]);
-  ZT_EACH(i) x[i] = veorq_u32(x[i], vshrq_n_u32(x[i], 16));
+[[gnu::always_inline]] inline void hash32xv_rest(uint32x4_t (&x)[2 * V], const uint32x4_t (&mix)[2]) {
   ZT_EACH(i) x[i] = vmulq_n_u32(x[i], 0x7feb352dU);
   ZT_EACH(i) x[i] = veorq_u32(x[i], vshrq_n_u32(x[i], 15));
   ZT_EACH(i) x[i] = vmulq_n_u32(x[i], 0x846ca68bU);
@@ -51,11 +49,17 @@ template <int V>
 
 #undef ZT_EACH
 
-// ⌊w · c / 2^32⌋ per lane (exact: widening multiplies).
+// ⌊w · c / 2^32⌋ per lane (exact: widening multiplies; on AArch64 the high words gathered by one
+// UZP2 instead of two narrowing shifts).
 inline uint32x4_t mul_high(uint32x4_t w, uint32x2_t c) {
   const uint64x2_t lo = vmull_u32(vget_low_u32(w), c);
+#if defined(__aarch64__)
+  const uint64x2_t hi = vmull_high_u32(w, vcombine_u32(c, c));
+  return vuzp2q_u32(vreinterpretq_u32_u64(lo), vreinterpretq_u32_u64(hi));
+#else
   const uint64x2_t hi = vmull_u32(vget_high_u32(w), c);
   return vcombine_u32(vshrn_n_u64(lo, 32), vshrn_n_u64(hi, 32));
+#endif
 }
 
 // The low halves of a's and b's lanes, a's first: one UZP1 on AArch64, two narrowing moves on
@@ -76,17 +80,18 @@ inline int8x16_t narrow(int16x8_t a, int16x8_t b) {
 }
 
 struct ZGen {
-  uint32x4_t key[2], mix[2];  // keep (1) and value (2) streams
-  uint32x4_t threshold, keep;
+  std::uint32_t ks[2];        // keep (1) and value (2) streams' keys
+  uint32x4_t key[2], mix[2];  // the same, and key · 0x9e3779b9, in every lane
+  uint32x4_t threshold;
   uint32x2_t span;
   int32x4_t r;
   explicit ZGen(const PerturbS8Params& p) {
     const std::uint32_t a = hash_key(p.seed, seeds::kPerturbKeepStream);
     const std::uint32_t b = hash_key(p.seed, seeds::kPerturbValueStream);
+    ks[0] = a, ks[1] = b;
     key[0] = vdupq_n_u32(a), mix[0] = vdupq_n_u32(a * 0x9e3779b9U);
     key[1] = vdupq_n_u32(b), mix[1] = vdupq_n_u32(b * 0x9e3779b9U);
     threshold = vdupq_n_u32(static_cast<std::uint32_t>(p.zero_threshold));
-    keep = vdupq_n_u32(p.zero_threshold > 0xffffffffu ? 0u : ~0u);  // threshold 2^32: every m = 0
     span = vdup_n_u32(2u * static_cast<std::uint32_t>(p.r_max) + 1u);
     r = vdupq_n_s32(p.r_max);
   }
@@ -94,12 +99,28 @@ struct ZGen {
   template <int V>
   [[gnu::always_inline]] void zv(std::uint32_t j, int32x4_t (&z)[V]) const {
     static constexpr std::uint32_t kIota[4] = {0, 1, 2, 3};
-    const uint32x4_t idx = vaddq_u32(vdupq_n_u32(j), vld1q_u32(kIota));
+    uint32x4_t lane = vld1q_u32(kIota);
     uint32x4_t w[2 * V];
-    for (int v = 0; v < V; ++v) w[v] = w[v + V] = vaddq_u32(idx, vdupq_n_u32(4u * static_cast<std::uint32_t>(v)));
-    hash32xv<V>(w, key, mix);
+    if ((j & (4u * V - 1u)) == 0) {
+      // j a multiple of 4V (every call from the trainers, whose ranges start at 0): j + l = j ^ l
+      // for l < 4V < 2^16, so after x ^= key, x ^= x >> 16 lane l holds base ^ l with
+      // base = (j ^ key) ^ ((j ^ key) >> 16) the same in every lane: the first two steps once
+      // per group of 4V counters (3 NEON instructions per 4 counters instead of 7).
+      const std::uint32_t xa = j ^ ks[0], xb = j ^ ks[1];
+      const uint32x4_t ba = vdupq_n_u32(xa ^ (xa >> 16)), bb = vdupq_n_u32(xb ^ (xb >> 16));
+      for (int v = 0; v < V; ++v) {
+        w[v] = veorq_u32(ba, lane);
+        w[v + V] = veorq_u32(bb, lane);
+        lane = vaddq_u32(lane, vdupq_n_u32(4));
+      }
+    } else {
+      const uint32x4_t idx = vaddq_u32(vdupq_n_u32(j), lane);
+      for (int v = 0; v < V; ++v) w[v] = w[v + V] = vaddq_u32(idx, vdupq_n_u32(4u * static_cast<std::uint32_t>(v)));
+      for (int i = 0; i < 2 * V; ++i) w[i] = veorq_u32(veorq_u32(w[i], key[i / V]), vshrq_n_u32(veorq_u32(w[i], key[i / V]), 16));
+    }
+    hash32xv_rest<V>(w, mix);
     for (int v = 0; v < V; ++v) {
-      const uint32x4_t m = vandq_u32(vcgeq_u32(w[v], threshold), keep);
+      const uint32x4_t m = vcgeq_u32(w[v], threshold);
       const int32x4_t u = vsubq_s32(vreinterpretq_s32_u32(mul_high(w[v + V], span)), r);
       z[v] = vandq_s32(u, vreinterpretq_s32_u32(m));
     }
@@ -126,8 +147,11 @@ struct ZGen {
 
 inline int16x8_t clamp127(int16x8_t v) { return vmaxq_s16(vminq_s16(v, vdupq_n_s16(kInt8Max)), vdupq_n_s16(-kInt8Max)); }
 
-// The 32-bit lanes need 2·r_max + 1 < 2^32 and |z| ≤ 127; other settings take the reference.
-bool lanes_ok(const PerturbS8Params& p) { return p.r_max >= 0 && p.r_max <= kInt8Max; }
+// The 32-bit lanes need 2·r_max + 1 < 2^32 and |z| ≤ 127, and the mask a threshold below 2^32
+// (p_zero 1, every m = 0, is not a 32-bit compare); other settings take the reference.
+bool lanes_ok(const PerturbS8Params& p) {
+  return p.r_max >= 0 && p.r_max <= kInt8Max && p.zero_threshold <= 0xffffffffu;
+}
 
 // In int8 lanes, clamp(a + b) and clamp(a − b) to ±127 for |a|, |b| ≤ 127 (a may be −128) are
 // the saturating sum and difference raised to −127. Chained, clamp(clamp(a − b) − c) equals
