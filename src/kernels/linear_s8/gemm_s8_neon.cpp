@@ -28,12 +28,11 @@ namespace {
 // current pair (the last pair is a copy of the loop body without them, so nothing is read past
 // the operands). Modelled at 67 cycles per pair with packed A and B at quad offsets, 65 with B at
 // a stride (rows A: 70 and 68; the earlier loop, which also undid a +128 bias with 8 EORs per
-// pair, 90 and 82). Registers: v8–v23
-// the accumulators, in the order of Kernels::micro's acc[m][0][2j + half] (row m, lanes
-// 4j..4j+3); v24/v25 the A words of rows 0/1 for quad q and v26/v27 for quad q + 1 (packed A:
-// two LD2R; rows A: four LD1R); v28/v29 B vectors j, j + 1 of
-// quad q and v30/v31 of quad q + 1. The odd quad after the pairs (ZT_S8_SINGLE) takes 45
-// cycles on the model.
+// pair, 90 and 82). Registers: v8–v23 the accumulators, in the order of Kernels::micro's
+// acc[m][0][2j + half] (row m, lanes 4j..4j+3); v24/v25 the A words of rows 0/1 for quad q and
+// v26/v27 for quad q + 1 (packed A: two LD2R; rows A: four LD1R); v28/v29 B vectors j, j + 1 of
+// quad q and v30/v31 of quad q + 1. The odd quad after the pairs (ZT_S8_SINGLE) takes 45 cycles
+// on the model.
 //
 // Half of a pair: the 24 NEON instructions with the fill F<i> placed after instruction i.
 // R0..R3 / S0..S3: the accumulators of rows 0 / 1 for vectors j (halves a, b) and j + 1.
