@@ -93,12 +93,10 @@ struct Kernels {
             store_tile_row(p, m, fin[m], kLanes, 0);
             continue;
           }
-          std::int32_t* c = p.c + m * p.ldc;
+          int32x4_t out[4];
 #pragma GCC unroll 4
-          for (int i = 0; i < 4; ++i) {
-            const int32x4_t v = vld1q_s32(fin[m] + 4 * i);
-            vst1q_s32(c + 4 * i, p.accumulate ? vaddq_s32(vld1q_s32(c + 4 * i), v) : v);
-          }
+          for (int i = 0; i < 4; ++i) out[i] = vld1q_s32(fin[m] + 4 * i);
+          store_row(m, out);  // full vectors: its plain store
         }
         return;
       }

@@ -116,7 +116,8 @@ struct ZGen {
     } else {
       const uint32x4_t idx = vaddq_u32(vdupq_n_u32(j), lane);
       for (int v = 0; v < V; ++v) w[v] = w[v + V] = vaddq_u32(idx, vdupq_n_u32(4u * static_cast<std::uint32_t>(v)));
-      for (int i = 0; i < 2 * V; ++i) w[i] = veorq_u32(veorq_u32(w[i], key[i / V]), vshrq_n_u32(veorq_u32(w[i], key[i / V]), 16));
+      for (int i = 0; i < 2 * V; ++i) w[i] = veorq_u32(w[i], key[i / V]);
+      for (int i = 0; i < 2 * V; ++i) w[i] = veorq_u32(w[i], vshrq_n_u32(w[i], 16));
     }
     hash32xv_rest<V>(w, mix);
     for (int v = 0; v < V; ++v) {
