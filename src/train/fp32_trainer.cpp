@@ -87,12 +87,18 @@ void Fp32Trainer::perturb_zo(std::uint64_t seed, std::uint64_t stream, float sca
     perturber_.perturb(theta, zo_len_, seed, stream, zo_begin_, scale);
     return;
   }
-  if (!z_cached_ || z_seed_ != seed || z_stream_ != stream) {
-    perturber_.fill(z_cache_.data(), zo_params_, seed, stream, 0);
-    z_seed_ = seed;
-    z_stream_ = stream;
-    z_cached_ = true;
+  if (z_cached_ && z_seed_ == seed && z_stream_ == stream) {
+    kernels::add_scaled_f32(theta, z_cache_.data() + zo_begin_, zo_len_, scale);
+    return;
   }
+  z_seed_ = seed;
+  z_stream_ = stream;
+  z_cached_ = true;
+  if (zo_begin_ == 0 && zo_len_ == zo_params_) {  // drawn and added in one pass
+    perturber_.perturb_fill(theta, z_cache_.data(), zo_len_, seed, stream, 0, scale);
+    return;
+  }
+  perturber_.fill(z_cache_.data(), zo_params_, seed, stream, 0);
   kernels::add_scaled_f32(theta, z_cache_.data() + zo_begin_, zo_len_, scale);
 }
 

@@ -208,6 +208,33 @@ TEST(PerturbSources, NamesMapToSources) {
             select_fill_gaussian_f32(Isa::kPortable));
 }
 
+// Perturber::perturb_fill (a cached direction's first perturbation) is perturb plus fill of the
+// same elements, bit for bit, for every source: in one pass where the source has one, else by
+// the fill-then-add fallback (XORShift, PeZO).
+TEST(PerturbSources, PerturbFillIsPerturbAndFill) {
+  const std::size_t n = 70001;
+  for (PerturbSource s : {PerturbSource::kGaussian, PerturbSource::kRademacher,
+                          PerturbSource::kUniform, PerturbSource::kXorshift,
+                          PerturbSource::kPezoPool, PerturbSource::kPezoOnTheFly}) {
+    PezoOptions o;
+    o.size = 4099;
+    const Perturber pz(s, best_isa(), o);
+    for (std::uint64_t off : {std::uint64_t{0}, std::uint64_t{13}}) {
+      std::vector<float> theta(n + 1, 0.75f), want_theta(n + 1, 0.75f);
+      std::vector<float> z(n + 1, -7.0f), want_z(n + 1, -7.0f);
+      for (std::size_t i = 0; i < n; i += 3) theta[i] = want_theta[i] = 0.001f * static_cast<float>(i % 97);
+      pz.perturb(want_theta.data(), n, 11, 2, off, -0.03f);
+      pz.fill(want_z.data(), n, 11, 2, off);
+      pz.perturb_fill(theta.data(), z.data(), n, 11, 2, off, -0.03f);
+      const std::string what = std::string(perturb_source_name(s)) + " offset " + std::to_string(off);
+      EXPECT_EQ(std::memcmp(theta.data(), want_theta.data(), (n + 1) * sizeof(float)), 0) << what;
+      EXPECT_EQ(std::memcmp(z.data(), want_z.data(), (n + 1) * sizeof(float)), 0) << what;
+    }
+  }
+  EXPECT_EQ(select_perturb_fill_f32(PerturbSource::kXorshift, best_isa()), nullptr);
+  EXPECT_NE(select_perturb_fill_f32(PerturbSource::kUniform, best_isa()), nullptr);
+}
+
 // ---- PeZO's pool ---------------------------------------------------------------------------
 
 TEST(PezoPool, ScaledToTheExpectedGaussianNorm) {

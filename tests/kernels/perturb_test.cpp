@@ -88,14 +88,17 @@ TEST_P(PerturbPathTest, SelectReturnsThePathAsked) {
   if (isa == Isa::kReference) {
     EXPECT_EQ(select_fill_gaussian_f32(isa), &fill_gaussian_f32_ref);
     EXPECT_EQ(select_perturb_gaussian_f32(isa), &perturb_gaussian_f32_ref);
+    EXPECT_EQ(select_perturb_fill_gaussian_f32(isa), &perturb_fill_gaussian_f32_ref);
 #if defined(ZT_HAVE_NEON)
   } else if (isa == Isa::kNeon || isa == Isa::kNeonDot) {
     EXPECT_EQ(select_fill_gaussian_f32(isa), &fill_gaussian_f32_neon);
     EXPECT_EQ(select_perturb_gaussian_f32(isa), &perturb_gaussian_f32_neon);
+    EXPECT_EQ(select_perturb_fill_gaussian_f32(isa), &perturb_fill_gaussian_f32_neon);
 #endif
   } else {
     EXPECT_EQ(select_fill_gaussian_f32(isa), &fill_gaussian_f32_portable);
     EXPECT_EQ(select_perturb_gaussian_f32(isa), &perturb_gaussian_f32_portable);
+    EXPECT_EQ(select_perturb_fill_gaussian_f32(isa), &perturb_fill_gaussian_f32_portable);
   }
 }
 
@@ -134,6 +137,30 @@ TEST_P(PerturbPathTest, PerturbMatchesReferenceBitForBit) {
   }
 }
 
+// One pass that perturbs θ and keeps z: θ as perturb leaves it, z as fill writes it.
+TEST_P(PerturbPathTest, PerturbFillIsPerturbAndFillBitForBit) {
+  const Isa isa = GetParam();
+  if (!isa_available(isa)) GTEST_SKIP() << isa_name(isa) << " not available on this CPU";
+  const PerturbFillF32Fn perturb_fill = select_perturb_fill_gaussian_f32(isa);
+  for (std::size_t n : kSizes) {
+    for (std::uint64_t off : kOffsets) {
+      if (n > 1000 && off != 0 && off != 13) continue;
+      const std::vector<float> theta = random_theta(n, n + off + 5);
+      Guarded want_theta(n), want_z(n), got_theta(n), got_z(n);
+      std::copy(theta.begin(), theta.end(), want_theta.v.begin());
+      std::copy(theta.begin(), theta.end(), got_theta.v.begin());
+      perturb_gaussian_f32_ref(want_theta.data(), n, 9, 4, off, 1e-3f);
+      fill_gaussian_f32_ref(want_z.data(), n, 9, 4, off);
+      perturb_fill(got_theta.data(), got_z.data(), n, 9, 4, off, 1e-3f);
+      const std::string at = "n=" + std::to_string(n) + " off=" + std::to_string(off);
+      EXPECT_EQ(first_mismatch(want_theta.data(), got_theta.data(), n), -1) << at;
+      EXPECT_EQ(first_mismatch(want_z.data(), got_z.data(), n), -1) << at;
+      EXPECT_TRUE(got_theta.guards_intact(n)) << at;
+      EXPECT_TRUE(got_z.guards_intact(n)) << at;
+    }
+  }
+}
+
 #ifdef ZT_OPENMP
 TEST_P(PerturbPathTest, ThreadCountDoesNotChangeBits) {
   const Isa isa = GetParam();
@@ -151,6 +178,11 @@ TEST_P(PerturbPathTest, ThreadCountDoesNotChangeBits) {
     std::vector<float> theta = theta0;
     select_perturb_gaussian_f32(isa)(theta.data(), n, 5, 1, 3, 0.01f);
     EXPECT_EQ(first_mismatch(theta_ref.data(), theta.data(), n), -1) << threads << " threads";
+    std::vector<float> z(n);
+    theta = theta0;
+    select_perturb_fill_gaussian_f32(isa)(theta.data(), z.data(), n, 5, 1, 3, 0.01f);
+    EXPECT_EQ(first_mismatch(theta_ref.data(), theta.data(), n), -1) << threads << " threads";
+    EXPECT_EQ(first_mismatch(want.data(), z.data(), n), -1) << threads << " threads";
   }
   omp_set_num_threads(saved);
 }

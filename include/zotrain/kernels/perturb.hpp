@@ -5,6 +5,8 @@
 //   contraction), so every path, thread count and architecture produces the same bits.
 //   perturb:  theta[i] += scale · z(seed, stream, offset + i),  i ∈ [0, n)
 //   fill:     out[i]    =         z(seed, stream, offset + i)
+//   perturb_fill: both in one pass, theta as perturb and z[i] as fill's out[i] (the first
+//             perturbation of a cached direction)
 // `stream` identifies the parameter tensor (e.g. 2·layer + {0 weight, 1 bias}).
 #pragma once
 
@@ -25,6 +27,8 @@ using PerturbGaussianF32Fn = void (*)(float* theta, std::size_t n, std::uint64_t
                                       std::uint64_t stream, std::uint64_t offset, float scale);
 using FillGaussianF32Fn = void (*)(float* out, std::size_t n, std::uint64_t seed,
                                    std::uint64_t stream, std::uint64_t offset);
+using PerturbFillF32Fn = void (*)(float* theta, float* z, std::size_t n, std::uint64_t seed,
+                                  std::uint64_t stream, std::uint64_t offset, float scale);
 
 void perturb_gaussian_f32_ref(float* theta, std::size_t n, std::uint64_t seed,
                               std::uint64_t stream, std::uint64_t offset, float scale);
@@ -34,17 +38,24 @@ void fill_gaussian_f32_ref(float* out, std::size_t n, std::uint64_t seed, std::u
                            std::uint64_t offset);
 void fill_gaussian_f32_portable(float* out, std::size_t n, std::uint64_t seed,
                                 std::uint64_t stream, std::uint64_t offset);
+void perturb_fill_gaussian_f32_ref(float* theta, float* z, std::size_t n, std::uint64_t seed,
+                                   std::uint64_t stream, std::uint64_t offset, float scale);
+void perturb_fill_gaussian_f32_portable(float* theta, float* z, std::size_t n, std::uint64_t seed,
+                                        std::uint64_t stream, std::uint64_t offset, float scale);
 #if defined(ZT_HAVE_NEON)  // built for ARM targets only (CMakeLists.txt)
 void perturb_gaussian_f32_neon(float* theta, std::size_t n, std::uint64_t seed,
                                std::uint64_t stream, std::uint64_t offset, float scale);
 void fill_gaussian_f32_neon(float* out, std::size_t n, std::uint64_t seed, std::uint64_t stream,
                             std::uint64_t offset);
+void perturb_fill_gaussian_f32_neon(float* theta, float* z, std::size_t n, std::uint64_t seed,
+                                    std::uint64_t stream, std::uint64_t offset, float scale);
 #endif
 
 // kNeon and kNeonDot select the NEON functions where they are built, else the portable ones.
 
 PerturbGaussianF32Fn select_perturb_gaussian_f32(Isa isa);
 FillGaussianF32Fn select_fill_gaussian_f32(Isa isa);
+PerturbFillF32Fn select_perturb_fill_gaussian_f32(Isa isa);
 
 // Perturbation sources (src/kernels/perturb/perturb_sources.cpp): z(seed, stream, i) of each is
 // a pure function of its arguments, like the Gaussian, with mean 0 and variance 1.
@@ -84,6 +95,7 @@ void perturb_f32_ref(PerturbSource s, float* theta, std::size_t n, std::uint64_t
                      std::uint64_t stream, std::uint64_t offset, float scale);
 PerturbGaussianF32Fn select_perturb_f32(PerturbSource s, Isa isa);  // not kPezoPool
 FillGaussianF32Fn select_fill_f32(PerturbSource s, Isa isa);
+PerturbFillF32Fn select_perturb_fill_f32(PerturbSource s, Isa isa);  // nullptr: none for s
 
 // The sign of a kXorshift state (its steps: kernels/xorshift.hpp).
 constexpr float xorshift_sign(std::uint32_t x) { return (x & 1U) != 0 ? -1.0f : 1.0f; }
@@ -130,6 +142,10 @@ class Perturber {
                std::uint64_t offset, float scale) const;
   void fill(float* out, std::size_t n, std::uint64_t seed, std::uint64_t stream,
             std::uint64_t offset) const;
+  // perturb and fill of the same elements (z[i] is element offset + i) in one pass where the
+  // source has one, else fill then add_scaled_f32; the same bits either way.
+  void perturb_fill(float* theta, float* z, std::size_t n, std::uint64_t seed,
+                    std::uint64_t stream, std::uint64_t offset, float scale) const;
   PerturbSource source() const { return source_; }
   const std::vector<float>& pool() const { return pool_; }  // empty unless kPezoPool
   // o, kPezoPool: hash(seed, stream) mod N, or (t·D) mod N for t = seed with stream offsets.
@@ -151,6 +167,7 @@ class Perturber {
   PerturbSource source_;
   PerturbGaussianF32Fn perturb_ = nullptr;
   FillGaussianF32Fn fill_ = nullptr;
+  PerturbFillF32Fn perturb_fill_ = nullptr;
   std::vector<float> pool_;
   std::vector<std::uint16_t> lfsr_;  // kPezoOnTheFly: one period of the RNGs' polynomial
   int rngs_ = 0, bits_ = 0;

@@ -40,20 +40,24 @@ inline typename Vec<W>::U lane_counters(std::uint32_t c0) {
 // The update is done in 16-lane pieces with `scale` broadcast once into a 16-lane vector: a
 // scalar operand of a W-lane generic vector (W > the native width) makes GCC build the splat with
 // W scalar stack stores and reload it, which stalls store forwarding on every step.
-template <int W, bool kFill>
-inline void vec_blocks(float* __restrict out, const Keys& k, std::uint32_t c0,
+template <int W, Pass P>
+inline void vec_blocks(Dst out, const Keys& k, std::uint32_t c0,
                        typename Vec<kPairsPerBlock>::F scale) {
   using L = Vec<W>;
-  using P = Vec<kPairsPerBlock>::F;
+  using F = Vec<kPairsPerBlock>::F;
   const PairT<L> z = gaussian_pair<L>(k, lane_counters<W>(c0));
   constexpr std::size_t kHalf = kPairsPerBlock * sizeof(float);
   for (int blk = 0; blk < W / kPairsPerBlock; ++blk) {
-    P z0, z1;
+    F z0, z1;
     std::memcpy(&z0, reinterpret_cast<const char*>(&z.z0) + blk * kHalf, kHalf);
     std::memcpy(&z1, reinterpret_cast<const char*>(&z.z1) + blk * kHalf, kHalf);
-    float* o = out + blk * kBlock;
-    if constexpr (!kFill) {
-      P lo, hi;
+    float* o = out.x + blk * kBlock;
+    if constexpr (P == Pass::kTee) {
+      std::memcpy(out.z + blk * kBlock, &z0, kHalf);
+      std::memcpy(out.z + blk * kBlock + kPairsPerBlock, &z1, kHalf);
+    }
+    if constexpr (P != Pass::kFill) {
+      F lo, hi;
       std::memcpy(&lo, o, kHalf);
       std::memcpy(&hi, o + kPairsPerBlock, kHalf);
       z0 = lo + scale * z0;
@@ -68,13 +72,13 @@ struct PortableGen {
   using Scale = Vec<kPairsPerBlock>::F;
   static Scale splat(float s) { return Scale{} + s; }
   static constexpr std::uint64_t kStep = kW / kPairsPerBlock;
-  template <bool kFill>
-  static void step(float* out, const Keys& k, std::uint32_t c0, Scale scale) {
-    vec_blocks<kW, kFill>(out, k, c0, scale);
+  template <Pass P>
+  static void step(Dst out, const Keys& k, std::uint32_t c0, Scale scale) {
+    vec_blocks<kW, P>(out, k, c0, scale);
   }
-  template <bool kFill>
-  static void block(float* out, const Keys& k, std::uint32_t c0, Scale scale) {
-    vec_blocks<kPairsPerBlock, kFill>(out, k, c0, scale);
+  template <Pass P>
+  static void block(Dst out, const Keys& k, std::uint32_t c0, Scale scale) {
+    vec_blocks<kPairsPerBlock, P>(out, k, c0, scale);
   }
 };
 
@@ -84,12 +88,17 @@ using PortableDriver = Driver<PortableGen>;
 
 void perturb_gaussian_f32_portable(float* theta, std::size_t n, std::uint64_t seed,
                                    std::uint64_t stream, std::uint64_t offset, float scale) {
-  PortableDriver::run<false>(theta, n, seed, stream, offset, scale);
+  PortableDriver::run<Pass::kPerturb>(Dst{theta}, n, seed, stream, offset, scale);
+}
+
+void perturb_fill_gaussian_f32_portable(float* theta, float* z, std::size_t n, std::uint64_t seed,
+                                        std::uint64_t stream, std::uint64_t offset, float scale) {
+  PortableDriver::run<Pass::kTee>(Dst{theta, z}, n, seed, stream, offset, scale);
 }
 
 void fill_gaussian_f32_portable(float* out, std::size_t n, std::uint64_t seed,
                                 std::uint64_t stream, std::uint64_t offset) {
-  PortableDriver::run<true>(out, n, seed, stream, offset, 0.0f);
+  PortableDriver::run<Pass::kFill>(Dst{out}, n, seed, stream, offset, 0.0f);
 }
 
 PerturbGaussianF32Fn select_perturb_gaussian_f32(Isa isa) {
@@ -98,6 +107,10 @@ PerturbGaussianF32Fn select_perturb_gaussian_f32(Isa isa) {
 
 FillGaussianF32Fn select_fill_gaussian_f32(Isa isa) {
   return ZT_SELECT(isa, fill_gaussian_f32);
+}
+
+PerturbFillF32Fn select_perturb_fill_gaussian_f32(Isa isa) {
+  return ZT_SELECT(isa, perturb_fill_gaussian_f32);
 }
 
 }  // namespace zt::kernels

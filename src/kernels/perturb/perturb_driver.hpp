@@ -8,9 +8,9 @@
 // A Gen policy provides:
 //   Scale, splat(float)      the perturbation scale in the form the block code wants it
 //   kStep                    blocks computed together by step()
-//   step<kFill>(out, k, c0, scale)   kStep consecutive full blocks starting at pair counter c0
-//   block<kFill>(out, k, c0, scale)  one full block
-// (kFill: out = z; otherwise out = out + scale · z with the product rounded on its own).
+//   step<P>(dst, k, c0, scale)   kStep consecutive full blocks starting at pair counter c0
+//   block<P>(dst, k, c0, scale)  one full block
+// where P (a Pass) says what is written at dst.
 #pragma once
 
 #include <algorithm>
@@ -27,6 +27,18 @@
 
 namespace zt::kernels::perturb_detail {
 
+// What a pass writes. kPerturb: x = x + scale · z, the product rounded on its own; kFill: x = z;
+// kTee: both, x = x + scale · z and z copied to the second array (a cached direction drawn by
+// its first perturbation: one pass where fill and add were two).
+enum class Pass { kPerturb, kFill, kTee };
+
+// Where a pass writes: x (θ or the fill's output) and, for kTee, z at the same element offsets.
+struct Dst {
+  float* x;
+  float* z = nullptr;
+  Dst operator+(std::size_t n) const { return {x + n, z != nullptr ? z + n : nullptr}; }
+};
+
 // Blocks per parallel work item (2048 elements). A power of two dividing 2^28, so the high half
 // of the pair index (and with it the keys) is constant within a group.
 inline constexpr std::uint64_t kGroupBlocks = 64;
@@ -41,38 +53,40 @@ inline Keys keys_for_block(std::uint64_t seed, std::uint64_t stream, std::uint64
 template <class Gen>
 struct Driver {
   // Elements [first, last) of block `block` (0 ≤ first < last ≤ 32); out points at `first`.
-  template <bool kFill>
-  static void partial_block(float* out, std::uint64_t seed, std::uint64_t stream,
+  template <Pass P>
+  static void partial_block(Dst out, std::uint64_t seed, std::uint64_t stream,
                             std::uint64_t block, unsigned first, unsigned last, float scale) {
     alignas(64) float z[kBlock];
     const Keys k = keys_for_block(seed, stream, block);
-    Gen::template block<true>(z, k, static_cast<std::uint32_t>(block * kPairsPerBlock),
-                              Gen::splat(0.0f));
+    Gen::template block<Pass::kFill>(Dst{z}, k, static_cast<std::uint32_t>(block * kPairsPerBlock),
+                                     Gen::splat(0.0f));
     for (unsigned e = first; e < last; ++e) {
-      if constexpr (kFill) {
-        out[e - first] = z[e];
+      if constexpr (P == Pass::kFill) {
+        out.x[e - first] = z[e];
       } else {
-        out[e - first] = out[e - first] + scale * z[e];
+        out.x[e - first] = out.x[e - first] + scale * z[e];
       }
+      if constexpr (P == Pass::kTee) out.z[e - first] = z[e];
     }
   }
 
   // Full blocks [b_begin, b_end) with constant keys; out points at element 32·b_begin.
-  template <bool kFill>
-  static void full_blocks(float* out, std::uint64_t seed, std::uint64_t stream,
+  template <Pass P>
+  static void full_blocks(Dst out, std::uint64_t seed, std::uint64_t stream,
                           std::uint64_t b_begin, std::uint64_t b_end, float scale) {
     constexpr std::uint64_t kStep = Gen::kStep;
     const Keys k = keys_for_block(seed, stream, b_begin);
     const typename Gen::Scale sv = Gen::splat(scale);
     std::uint64_t b = b_begin;
-    for (; b + kStep <= b_end; b += kStep, out += kStep * kBlock)
-      Gen::template step<kFill>(out, k, static_cast<std::uint32_t>(b * kPairsPerBlock), sv);
-    for (; b < b_end; ++b, out += kBlock)
-      Gen::template block<kFill>(out, k, static_cast<std::uint32_t>(b * kPairsPerBlock), sv);
+    for (; b + kStep <= b_end; b += kStep, out = out + kStep * kBlock)
+      Gen::template step<P>(out, k, static_cast<std::uint32_t>(b * kPairsPerBlock), sv);
+    for (; b < b_end; ++b, out = out + kBlock)
+      Gen::template block<P>(out, k, static_cast<std::uint32_t>(b * kPairsPerBlock), sv);
   }
 
-  template <bool kFill>
-  static void run(float* x, std::size_t n, std::uint64_t seed, std::uint64_t stream,
+  // Elements [offset, offset + n) of (seed, stream); x (and x.z) point at element `offset`.
+  template <Pass P>
+  static void run(Dst x, std::size_t n, std::uint64_t seed, std::uint64_t stream,
                   std::uint64_t offset, float scale) {
     if (n == 0) return;
     ZT_DCHECK(offset + n >= offset);  // the index range must not wrap
@@ -82,21 +96,21 @@ struct Driver {
     const unsigned head_from = static_cast<unsigned>(offset % kBlock);
     const unsigned tail_to = static_cast<unsigned>((end - 1) % kBlock) + 1;
     if (b_first == b_last) {
-      partial_block<kFill>(x, seed, stream, b_first, head_from, tail_to, scale);
+      partial_block<P>(x, seed, stream, b_first, head_from, tail_to, scale);
       return;
     }
     // Full blocks [fb, lb); the first and last blocks may be partial.
     std::uint64_t fb = b_first, lb = b_last + 1;
     if (head_from != 0) {
-      partial_block<kFill>(x, seed, stream, b_first, head_from, kBlock, scale);
+      partial_block<P>(x, seed, stream, b_first, head_from, kBlock, scale);
       ++fb;
     }
     if (tail_to != kBlock) {
-      partial_block<kFill>(x + (b_last * kBlock - offset), seed, stream, b_last, 0, tail_to, scale);
+      partial_block<P>(x + (b_last * kBlock - offset), seed, stream, b_last, 0, tail_to, scale);
       --lb;
     }
     if (fb >= lb) return;
-    float* base = x + (fb * kBlock - offset);  // element 32·fb
+    const Dst base = x + (fb * kBlock - offset);  // element 32·fb
     const std::uint64_t g_first = fb / kGroupBlocks;
     const std::uint64_t g_last = (lb - 1) / kGroupBlocks;
     const auto n_groups = static_cast<std::int64_t>(g_last - g_first + 1);
@@ -104,7 +118,7 @@ struct Driver {
       const std::uint64_t g = g_first + static_cast<std::uint64_t>(t);
       const std::uint64_t b0 = std::max(fb, g * kGroupBlocks);
       const std::uint64_t b1 = std::min(lb, (g + 1) * kGroupBlocks);
-      full_blocks<kFill>(base + (b0 - fb) * kBlock, seed, stream, b0, b1, scale);
+      full_blocks<P>(base + (b0 - fb) * kBlock, seed, stream, b0, b1, scale);
     };
 #ifdef ZT_OPENMP
     if (detail::go_parallel(static_cast<std::size_t>(n), static_cast<std::size_t>(kParallelMin))) {

@@ -166,8 +166,8 @@ struct NeonGen {
   static constexpr std::uint64_t kStep = kN / kV;
 
   // M q registers of pair counters from c0: one block (M = kV; start_hash takes one block).
-  template <bool kFill, int M>
-  [[gnu::always_inline]] static void vectors(float* out, const Keys& k, std::uint32_t c0, Scale scale) {
+  template <Pass P, int M>
+  [[gnu::always_inline]] static void vectors(Dst out, const Keys& k, std::uint32_t c0, Scale scale) {
     U4 a[M], b[M];
     start_hash<M>(a, c0, k.a0);
     start_hash<M>(b, c0, k.b0);
@@ -175,27 +175,52 @@ struct NeonGen {
     finish_hash<M>(b, k.b1);
     F4 z0[M], z1[M];
     box_muller<M>(a, b, z0, z1);
-    ZT_EACH(i) {
-      float* lo = out + kBlock * (i / kV) + 4 * (i % kV);
-      float* hi = lo + kPairsPerBlock;
-      if constexpr (kFill) {
-        vst1q_f32(lo, z0[i]);
-        vst1q_f32(hi, z1[i]);
-      } else {
-        vst1q_f32(lo, vaddq_f32(vld1q_f32(lo), vmulq_f32(scale, z0[i])));
-        vst1q_f32(hi, vaddq_f32(vld1q_f32(hi), vmulq_f32(scale, z1[i])));
+    const auto at = [&](int i) { return kBlock * (i / kV) + 4 * (i % kV); };
+    if constexpr (P == Pass::kFill) {
+      ZT_EACH(i) {
+        vst1q_f32(out.x + at(i), z0[i]);
+        vst1q_f32(out.x + at(i) + kPairsPerBlock, z1[i]);
       }
+      return;
+    }
+    // θ read before anything is stored (z's copy may not alias θ, but the compiler cannot know),
+    // the products formed together, each store well after what it stores was computed: the A53
+    // holds a store until its data is ready, and a store right behind its FMUL costs the FMUL's
+    // whole latency.
+    F4 t0[M], t1[M];
+    ZT_EACH(i) {
+      t0[i] = vld1q_f32(out.x + at(i));
+      t1[i] = vld1q_f32(out.x + at(i) + kPairsPerBlock);
+    }
+    F4 p0[M], p1[M];
+    ZT_EACH(i) {
+      p0[i] = vmulq_f32(scale, z0[i]);
+      p1[i] = vmulq_f32(scale, z1[i]);
+    }
+    if constexpr (P == Pass::kTee) {
+      ZT_EACH(i) {
+        vst1q_f32(out.z + at(i), z0[i]);
+        vst1q_f32(out.z + at(i) + kPairsPerBlock, z1[i]);
+      }
+    }
+    ZT_EACH(i) {
+      t0[i] = vaddq_f32(t0[i], p0[i]);
+      t1[i] = vaddq_f32(t1[i], p1[i]);
+    }
+    ZT_EACH(i) {
+      vst1q_f32(out.x + at(i), t0[i]);
+      vst1q_f32(out.x + at(i) + kPairsPerBlock, t1[i]);
     }
   }
 
-  template <bool kFill>
-  static void block(float* out, const Keys& k, std::uint32_t c0, Scale scale) {
-    vectors<kFill, kV>(out, k, c0, scale);
+  template <Pass P>
+  static void block(Dst out, const Keys& k, std::uint32_t c0, Scale scale) {
+    vectors<P, kV>(out, k, c0, scale);
   }
 
-  template <bool kFill>
-  static void step(float* out, const Keys& k, std::uint32_t c0, Scale scale) {
-    vectors<kFill, kN>(out, k, c0, scale);
+  template <Pass P>
+  static void step(Dst out, const Keys& k, std::uint32_t c0, Scale scale) {
+    vectors<P, kN>(out, k, c0, scale);
   }
 };
 
@@ -207,12 +232,17 @@ using NeonDriver = Driver<NeonGen>;
 
 void perturb_gaussian_f32_neon(float* theta, std::size_t n, std::uint64_t seed,
                                std::uint64_t stream, std::uint64_t offset, float scale) {
-  NeonDriver::run<false>(theta, n, seed, stream, offset, scale);
+  NeonDriver::run<Pass::kPerturb>(Dst{theta}, n, seed, stream, offset, scale);
+}
+
+void perturb_fill_gaussian_f32_neon(float* theta, float* z, std::size_t n, std::uint64_t seed,
+                                    std::uint64_t stream, std::uint64_t offset, float scale) {
+  NeonDriver::run<Pass::kTee>(Dst{theta, z}, n, seed, stream, offset, scale);
 }
 
 void fill_gaussian_f32_neon(float* out, std::size_t n, std::uint64_t seed, std::uint64_t stream,
                             std::uint64_t offset) {
-  NeonDriver::run<true>(out, n, seed, stream, offset, 0.0f);
+  NeonDriver::run<Pass::kFill>(Dst{out}, n, seed, stream, offset, 0.0f);
 }
 
 }  // namespace zt::kernels

@@ -28,6 +28,14 @@ void fill_gaussian_f32_ref(float* out, std::size_t n, std::uint64_t seed, std::u
   for (std::size_t i = 0; i < n; ++i) out[i] = gaussian_ref(seed, stream, offset + i);
 }
 
+void perturb_fill_gaussian_f32_ref(float* theta, float* z, std::size_t n, std::uint64_t seed,
+                                   std::uint64_t stream, std::uint64_t offset, float scale) {
+  for (std::size_t i = 0; i < n; ++i) {
+    z[i] = gaussian_ref(seed, stream, offset + i);
+    theta[i] = theta[i] + scale * z[i];
+  }
+}
+
 namespace perturb_detail {
 
 float neg2_log_from_bits_exact(std::uint32_t a24) { return neg2_log_from_bits<Scalar>(a24); }

@@ -81,8 +81,8 @@ struct SourceGen {
   using Scale = V::F;
   static Scale splat(float s) { return Scale{} + s; }
   static constexpr std::uint64_t kStep = 1;
-  template <bool kFill>
-  static void block(float* out, const Keys& k, std::uint32_t c0, Scale scale) {
+  template <Pass P>
+  static void block(Dst out, const Keys& k, std::uint32_t c0, Scale scale) {
     ZT_DCHECK(c0 % kPairsPerBlock == 0);
     static constexpr std::uint32_t kLanes[kPairsPerBlock] = {0, 1, 2,  3,  4,  5,  6,  7,
                                                              8, 9, 10, 11, 12, 13, 14, 15};
@@ -94,9 +94,13 @@ struct SourceGen {
       std::memcpy(&lane, kLanes + q, sizeof lane);
       V::F z0 = from_hash<S, V>(pair_hash_rest<V>(lane ^ base_a, k.a1));
       V::F z1 = from_hash<S, V>(pair_hash_rest<V>(lane ^ base_b, k.b1));
-      float* lo = out + q;  // memcpy: θ need not be aligned (one load / store each)
-      float* hi = out + kPairsPerBlock + q;
-      if constexpr (!kFill) {
+      float* lo = out.x + q;  // memcpy: θ need not be aligned (one load / store each)
+      float* hi = out.x + kPairsPerBlock + q;
+      if constexpr (P == Pass::kTee) {
+        std::memcpy(out.z + q, &z0, sizeof z0);
+        std::memcpy(out.z + kPairsPerBlock + q, &z1, sizeof z1);
+      }
+      if constexpr (P != Pass::kFill) {
         V::F t0, t1;
         std::memcpy(&t0, lo, sizeof t0);
         std::memcpy(&t1, hi, sizeof t1);
@@ -107,22 +111,28 @@ struct SourceGen {
       std::memcpy(hi, &z1, sizeof z1);
     }
   }
-  template <bool kFill>
-  static void step(float* out, const Keys& k, std::uint32_t c0, Scale scale) {
-    block<kFill>(out, k, c0, scale);
+  template <Pass P>
+  static void step(Dst out, const Keys& k, std::uint32_t c0, Scale scale) {
+    block<P>(out, k, c0, scale);
   }
 };
 
 template <PerturbSource S>
 void perturb_fast(float* theta, std::size_t n, std::uint64_t seed, std::uint64_t stream,
                   std::uint64_t offset, float scale) {
-  Driver<SourceGen<S>>::template run<false>(theta, n, seed, stream, offset, scale);
+  Driver<SourceGen<S>>::template run<Pass::kPerturb>(Dst{theta}, n, seed, stream, offset, scale);
+}
+
+template <PerturbSource S>
+void perturb_fill_fast(float* theta, float* z, std::size_t n, std::uint64_t seed,
+                       std::uint64_t stream, std::uint64_t offset, float scale) {
+  Driver<SourceGen<S>>::template run<Pass::kTee>(Dst{theta, z}, n, seed, stream, offset, scale);
 }
 
 template <PerturbSource S>
 void fill_fast(float* out, std::size_t n, std::uint64_t seed, std::uint64_t stream,
                std::uint64_t offset) {
-  Driver<SourceGen<S>>::template run<true>(out, n, seed, stream, offset, 0.0f);
+  Driver<SourceGen<S>>::template run<Pass::kFill>(Dst{out}, n, seed, stream, offset, 0.0f);
 }
 
 // The pool's raw values: (2h + 1 − 2^24)·2^-24 ∈ (−1, 1), exact in float.
@@ -238,6 +248,18 @@ FillGaussianF32Fn select_fill_f32(PerturbSource s, Isa isa) {
   return select_fill_gaussian_f32(isa);
 }
 
+PerturbFillF32Fn select_perturb_fill_f32(PerturbSource s, Isa isa) {
+  switch (s) {
+    case PerturbSource::kRademacher: return perturb_fill_fast<PerturbSource::kRademacher>;
+    case PerturbSource::kUniform: return perturb_fill_fast<PerturbSource::kUniform>;
+    case PerturbSource::kXorshift:
+    case PerturbSource::kPezoPool:
+    case PerturbSource::kPezoOnTheFly: return nullptr;
+    case PerturbSource::kGaussian: break;
+  }
+  return select_perturb_fill_gaussian_f32(isa);
+}
+
 PerturbSource perturb_source(std::string_view name) {
   std::string names;
   for (const SourceEntry& e : kSources) {
@@ -314,6 +336,7 @@ Perturber::Perturber(PerturbSource s, Isa isa, const PezoOptions& pezo)
   if (s != PerturbSource::kPezoPool) {
     perturb_ = select_perturb_f32(s, isa);
     fill_ = select_fill_f32(s, isa);
+    perturb_fill_ = select_perturb_fill_f32(s, isa);
     return;
   }
   ZT_CHECK_MSG(pezo.size >= 1, "PeZO pool: size must be at least 1");
@@ -449,6 +472,13 @@ void Perturber::fill(float* out, std::size_t n, std::uint64_t seed, std::uint64_
   const std::size_t N = pool_.size();
   const std::size_t o = (pool_offset(seed, stream) + offset % N) % N;
   for (std::size_t i = 0; i < n; ++i) out[i] = pool_[(o + i % N) % N];
+}
+
+void Perturber::perturb_fill(float* theta, float* z, std::size_t n, std::uint64_t seed,
+                             std::uint64_t stream, std::uint64_t offset, float scale) const {
+  if (perturb_fill_ != nullptr) return perturb_fill_(theta, z, n, seed, stream, offset, scale);
+  fill(z, n, seed, stream, offset);
+  add_scaled_f32(theta, z, n, scale);
 }
 
 }  // namespace zt::kernels
