@@ -6,7 +6,7 @@
 //   perturb:  theta[i] += scale · z(seed, stream, offset + i),  i ∈ [0, n)
 //   fill:     out[i]    =         z(seed, stream, offset + i)
 //   perturb_fill: both in one pass, theta as perturb and z[i] as fill's out[i] (the first
-//             perturbation of a cached direction)
+//             perturbation of a cached direction; theta and z must not overlap)
 // `stream` identifies the parameter tensor (e.g. 2·layer + {0 weight, 1 bias}).
 #pragma once
 

@@ -183,7 +183,7 @@ struct NeonGen {
       }
       return;
     }
-    // θ read before anything is stored (z's copy may not alias θ, but the compiler cannot know),
+    // θ read before anything is stored (θ and z's copy do not overlap, but the compiler cannot know),
     // the products formed together, each store well after what it stores was computed: the A53
     // holds a store until its data is ready, and a store right behind its FMUL costs the FMUL's
     // whole latency.
