@@ -61,7 +61,9 @@ struct MicroArgs {
   bool accumulate = false;
   // Canvas store (when runs is set; never with accumulate): vector v writes, for each of its
   // nruns[v] runs r = runs[v·kMaxRuns + i], lanes [r.first, r.first + r.count) to
-  // c[m·ldc + r.dst …]; other lanes are dropped. See canvas_runs.
+  // c[m·ldc + r.dst …]; other lanes are dropped. See canvas_runs. A kernel may also write
+  // elements of row m (below ldc) past a run that a later run of the same or a later vector
+  // writes (store_tile_rows_padded), so tiles go out in increasing vector order.
   const struct CanvasRun* runs = nullptr;
   const std::int32_t* nruns = nullptr;
 };
@@ -154,6 +156,33 @@ inline void store_tile_row(const MicroArgs& p, int m, const std::int32_t* acc, i
   } else {
     for (int l = 0; l < n; ++l) c[l] = acc[l] - corr_m;
   }
+}
+
+// store_tile_row for rows [m0, m0 + rows) of a tile without corrections, row m0 + j's sums at
+// acc + j·acc_ld, which may be read kLanes lanes past `lanes` (the NEON kernels pad their
+// buffers). A canvas run that has at least kLanes elements of its output row from its start is
+// copied as one whole vector: its lanes past the run land on elements of that row that a later
+// run writes — of the same vector, or of a later one, which canvas_sample stores after this one —
+// so the result is the same, with one branch-free copy where copy_run branches on the count.
+// Runs nearer the end of the row are copied exactly. The rows share each run's descriptor.
+inline void store_tile_rows_padded(const MicroArgs& p, int m0, int rows, const std::int32_t* acc,
+                                   ptrdiff_t acc_ld, int lanes) {
+  if (p.runs == nullptr) {
+    for (int j = 0; j < rows; ++j) store_tile_row(p, m0 + j, acc + j * acc_ld, lanes, 0);
+    return;
+  }
+  for (int v = 0; v < lanes / kLanes; ++v)
+    for (int i = 0, nr = p.nruns[v]; i < nr; ++i) {  // nr read once: c's stores may alias it
+      const CanvasRun r = p.runs[v * kMaxRuns + i];
+      const std::int32_t* src = acc + v * kLanes + r.first;
+      std::int32_t* dst = p.c + m0 * p.ldc + r.dst;
+      if (r.dst + kLanes <= p.ldc) {
+        for (int j = 0; j < rows; ++j)
+          std::memcpy(dst + j * p.ldc, src + j * acc_ld, kLanes * sizeof(std::int32_t));
+      } else {
+        for (int j = 0; j < rows; ++j) copy_run(dst + j * p.ldc, src + j * acc_ld, r.count);
+      }
+    }
 }
 
 // Register blocking of an M-row × `panels`-vector product: row blocks of at most `mr` rows

@@ -74,10 +74,10 @@ struct Kernels {
           vst1q_s32(ci, p.accumulate ? vaddq_s32(vld1q_s32(ci), out[i]) : out[i]);
         }
       } else {
-        std::int32_t t[NV * kLanes];
+        std::int32_t t[(NV + 1) * kLanes];  // one vector of padding: store_tile_rows_padded
 #pragma GCC unroll 16
         for (int i = 0; i < 4 * NV; ++i) vst1q_s32(t + 4 * i, out[i]);
-        store_tile_row(p, m, t, NV * kLanes, 0);
+        store_tile_rows_padded(p, m, 1, t, 0, NV * kLanes);
       }
     };
     int q = 0;
@@ -85,14 +85,14 @@ struct Kernels {
       if (nq_main == p.nq) {  // no tail quad: the policy finishes the lane sums as well
         // Written by the asm (a memory clobber) and read as int32 words: a canvas store copies
         // its runs straight from here.
-        alignas(16) std::int32_t fin[MR][kLanes];
+        alignas(16) std::int32_t fin[MR + 1][kLanes];  // a row of padding: store_tile_rows_padded
         P::template quads_2x1<true>(reinterpret_cast<int32x4_t*>(&fin[0][0]), main_word(0, 0), main_word(0, 1),
                                     p.a_step, p.b, p.b_off, p.b_step, nq_main);
+        if (p.runs != nullptr || kLanes > p.n_valid) {
+          store_tile_rows_padded(p, 0, MR, fin[0], kLanes, kLanes);
+          return;
+        }
         for (int m = 0; m < MR; ++m) {
-          if (p.runs != nullptr || kLanes > p.n_valid) {
-            store_tile_row(p, m, fin[m], kLanes, 0);
-            continue;
-          }
           int32x4_t out[4];
 #pragma GCC unroll 4
           for (int i = 0; i < 4; ++i) out[i] = vld1q_s32(fin[m] + 4 * i);
