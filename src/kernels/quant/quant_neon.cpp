@@ -40,6 +40,17 @@ inline int8x16_t narrow16(int16x8_t lo, int16x8_t hi) { return vcombine_s8(vmovn
 std::uint32_t max_abs_span(const std::int32_t* x, std::size_t n) {
   uint32x4_t m0 = vdupq_n_u32(0), m1 = m0, m2 = m0, m3 = m0;
   std::size_t i = 0;
+  // 32 at a time: the magnitudes in pairs first, so each running maximum takes one operation
+  // per 8 lanes (its chain is what an in-order core waits on).
+  for (; i + 32 <= n; i += 32) {
+    uint32x4_t a[8];
+    for (int k = 0; k < 8; ++k) a[k] = magnitudes(vld1q_s32(x + i + 4 * k));
+    for (int k = 0; k < 4; ++k) a[k] = vmaxq_u32(a[k], a[k + 4]);
+    m0 = vmaxq_u32(m0, a[0]);
+    m1 = vmaxq_u32(m1, a[1]);
+    m2 = vmaxq_u32(m2, a[2]);
+    m3 = vmaxq_u32(m3, a[3]);
+  }
   for (; i + 16 <= n; i += 16) {
     m0 = vmaxq_u32(m0, magnitudes(vld1q_s32(x + i)));
     m1 = vmaxq_u32(m1, magnitudes(vld1q_s32(x + i + 4)));
@@ -64,20 +75,36 @@ std::uint32_t max_abs(const std::int32_t* x, std::size_t n) {
   return mx;
 }
 
+// 4·K elements (K a multiple of 4), the K vectors through each operation together: one vector's
+// chain alone (7 dependent operations) leaves an in-order core waiting on every step.
+template <int K>
+[[gnu::always_inline]] inline void round_shift_vectors(const std::int32_t* x, std::int8_t* y, int32x4_t shift,
+                                                       uint32x4_t lim) {
+  int32x4_t v[K];
+  uint32x4_t q[K];
+  for (int k = 0; k < K; ++k) v[k] = vld1q_s32(x + 4 * k);
+  for (int k = 0; k < K; ++k) q[k] = magnitudes(v[k]);
+  for (int k = 0; k < K; ++k) q[k] = vrshlq_u32(q[k], shift);
+  for (int k = 0; k < K; ++k) q[k] = vminq_u32(q[k], lim);
+  int32x4_t r[K];
+  for (int k = 0; k < K; ++k) r[k] = with_signs(q[k], v[k]);
+  int16x8_t h[K / 2];
+  for (int k = 0; k < K / 2; ++k) h[k] = vcombine_s16(vmovn_s32(r[2 * k]), vmovn_s32(r[2 * k + 1]));
+  int8x16_t b[K / 4];
+  for (int k = 0; k < K / 4; ++k) b[k] = narrow16(h[2 * k], h[2 * k + 1]);
+  for (int k = 0; k < K / 4; ++k) vst1q_s8(y + 16 * k, b[k]);
+}
+
 // y = clamp(RoundShift(x, s), ±127), 0 ≤ s ≤ 25: vrshlq_u32 by −s is (m + 2^(s−1)) >> s on the
 // magnitude, exact (m ≤ 2^31).
 void round_shift_span(const std::int32_t* x, std::size_t n, int s, std::int8_t* y) {
   const int32x4_t shift = vdupq_n_s32(-s);
   const uint32x4_t lim = vdupq_n_u32(kInt8Max);
-  const auto lanes4 = [&](const std::int32_t* p) {
-    const int32x4_t v = vld1q_s32(p);
-    return vmovn_s32(with_signs(vminq_u32(vrshlq_u32(magnitudes(v), shift), lim), v));
-  };
   std::size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const int16x8_t lo = vcombine_s16(lanes4(x + i), lanes4(x + i + 4));
-    const int16x8_t hi = vcombine_s16(lanes4(x + i + 8), lanes4(x + i + 12));
-    vst1q_s8(y + i, narrow16(lo, hi));
+  for (; i + 32 <= n; i += 32) round_shift_vectors<8>(x + i, y + i, shift, lim);
+  if (i + 16 <= n) {
+    round_shift_vectors<4>(x + i, y + i, shift, lim);
+    i += 16;
   }
   for (; i < n; ++i) y[i] = clamp_s8(round_shift(x[i], s));
 }
