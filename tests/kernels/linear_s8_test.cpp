@@ -407,7 +407,7 @@ TEST(LinearS8MicroTileTest, EveryTileMatchesPlainLoops) {
               args.n_valid = n_valid;
               args.corr = corr.data();
               args.accumulate = accumulate;
-              m.run_micro(rows, mr, nv, args);
+              m.tile_fn(rows, mr, nv)(args);
               expect_exact(c, want, c.size() - kGuardTail, what);
             }
   }

@@ -271,13 +271,14 @@ void canvas_sample(const MicroKernel& micro, const Canvas& cv, const TilePlan& p
     a.a = apack + 4 * m0;
     a.c = out + m0 * out_plane;
     a.corr = corr + m0;
+    const MicroFn tile = micro.tile_fn(false, mr, plan.nv);  // every group but a narrower last
     for (int gi = 0; gi < plan.groups; ++gi) {
       const int p0 = gi * plan.nv, nv = std::min(plan.nv, cv.panels - p0);
       a.b = ex + 4 * (cv.pos0 + static_cast<ptrdiff_t>(p0) * kLanes);
       a.n_valid = std::min(nv * kLanes, cv.npos - p0 * kLanes);
       a.runs = runs + p0 * kMaxRuns;
       a.nruns = nruns + p0;
-      micro.run_micro(false, mr, nv, a);
+      (nv == plan.nv ? tile : micro.tile_fn(false, mr, nv))(a);
     }
   }
 }
@@ -655,7 +656,7 @@ void conv2d_backward_weights(const MicroKernel& micro, const Conv2dShape& s, con
             a.n_valid = std::min(nv * kLanes, o_n - p0 * kLanes);
             a.corr = corr_all + t0;
             a.accumulate = terms > 0;
-            micro.run_micro(true, mr, nv, a);
+            micro.tile_fn(true, mr, nv)(a);
           }
         }
         terms += 4 * nq;

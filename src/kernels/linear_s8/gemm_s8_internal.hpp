@@ -100,12 +100,15 @@ inline constexpr int kDotOb = 6, kDotTb = 4;
 //                             (gemm_s8_avx512_vnni.cpp; x86-64 builds, ZT_HAVE_AVX512_VNNI);
 //   micro_kernel_neon         vmull_s8 + vpadalq_s16 (gemm_s8_neon.cpp; ARM builds, ZT_HAVE_NEON);
 //   micro_kernel_neon_dot     SDOT (gemm_s8_neon_dot.cpp; aarch64 builds, ZT_HAVE_NEON_DOT).
+using MicroFn = void (*)(const MicroArgs& args);
+
 struct MicroKernel {
   // Largest MR for NV vectors and the A mode (rows mode needs a pointer per row); 0 where the
   // combination is not built.
   int (*max_mr)(bool rows_a, int nv);
-  // The (mr, nv) micro-kernel, 1 ≤ mr ≤ max_mr(rows_a, nv), 1 ≤ nv ≤ kMaxNv.
-  void (*run_micro)(bool rows_a, int mr, int nv, const MicroArgs& args);
+  // The (mr, nv) micro-kernel, 1 ≤ mr ≤ max_mr(rows_a, nv), 1 ≤ nv ≤ kMaxNv (checked): a loop
+  // over tiles of one shape looks it up once.
+  MicroFn (*tile_fn)(bool rows_a, int mr, int nv);
   // The (ob, tb) dot tile, 1 ≤ ob ≤ kDotOb, 1 ≤ tb ≤ kDotTb.
   void (*run_dot)(int ob, int tb, const DotArgs& args);
   // How B and DotArgs::x bytes are stored: value ^ b_bias (kBias or 0, see the top).

@@ -21,7 +21,6 @@ inline constexpr int kMaxMr = 16;  // the tables cover MR ≤ kMaxMr
 
 template <class K>
 struct Tables {
-  using MicroFn = void (*)(const MicroArgs&);
   using DotFn = void (*)(const DotArgs&);
 
   template <bool kRows, int I>
@@ -42,19 +41,19 @@ struct Tables {
   }
 
   static int max_mr(bool rows_a, int nv) { return nv >= 1 && nv <= kMaxNv ? K::max_mr(rows_a, nv) : 0; }
-  static void run_micro(bool rows_a, int mr, int nv, const MicroArgs& args) {
+  static MicroFn tile_fn(bool rows_a, int mr, int nv) {
     static constexpr auto kPacked = micro_table<false>(std::make_integer_sequence<int, kMaxMr * kMaxNv>{});
     static constexpr auto kRowsT = micro_table<true>(std::make_integer_sequence<int, kMaxMr * kMaxNv>{});
     ZT_CHECK(nv >= 1 && nv <= kMaxNv && mr >= 1 && mr <= K::max_mr(rows_a, nv));
     const int i = (nv - 1) * kMaxMr + (mr - 1);
-    (rows_a ? kRowsT[i] : kPacked[i])(args);
+    return rows_a ? kRowsT[i] : kPacked[i];
   }
   static void run_dot(int ob, int tb, const DotArgs& args) {
     static constexpr auto kTable = dot_table(std::make_integer_sequence<int, kDotOb * kDotTb>{});
     ZT_CHECK(ob >= 1 && ob <= kDotOb && tb >= 1 && tb <= kDotTb);
     kTable[(ob - 1) * kDotTb + (tb - 1)](args);
   }
-  static constexpr MicroKernel kernel{&max_mr, &run_micro, &run_dot, K::kBBias};
+  static constexpr MicroKernel kernel{&max_mr, &tile_fn, &run_dot, K::kBBias};
 };
 
 }  // namespace zt::kernels::s8

@@ -78,7 +78,7 @@ void run_tiles(bool team, const MicroKernel& micro, bool rows_mode, int rows, in
     args.corr = corr;
     set(args, r0, mr, p0, nv, ra, corr, rbi != last);
     last = rbi;
-    micro.run_micro(rows_mode, mr, nv, args);
+    micro.tile_fn(rows_mode, mr, nv)(args);
   });
 }
 
