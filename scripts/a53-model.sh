@@ -59,7 +59,7 @@
 #             per thread when the bench ran more than one (an assumption). Board / model per step
 #             and the phase shares side by side, then FP32 @ 32 / int8 @ 256 per sample.
 #   --keep DIR  keep the reduced traces (<prec>-<method>-<batch>.tsv) and results (.json) in DIR.
-#   --cache-direction  FP32 steps with zo.cache_direction (`zotrain bench --cache-direction`).
+#   --cache-direction  steps with zo.cache_direction (`zotrain bench --cache-direction`).
 #   --perturbation S   FP32 steps' zo.perturbation: gaussian (default), rademacher or uniform.
 #   --build   (re)build build-dir's zotrain first (preset aarch64, -j1); built anyway if missing.
 # The default set (16 runs) takes ~7 min on the 2-core development host.

@@ -438,7 +438,7 @@ class Fp32Step final : public StepRunner {
 // reporting.
 class Int8Step final : public StepRunner {
  public:
-  Int8Step(const Method& m, int batch, int threads, Isa isa) : n_(batch) {
+  Int8Step(const Method& m, int batch, int threads, Isa isa, bool cache_direction) : n_(batch) {
     auto fp32 = nn::make_lenet5(Isa::kReference);
     net_ = nn::make_int8_net(*fp32, isa);
     nn::init_niti(*net_, 1);
@@ -447,6 +447,7 @@ class Int8Step final : public StepRunner {
     o.partition = m.partition(net_->num_parametric());
     o.batch_size = batch;
     o.threads = threads;
+    o.cache_direction = cache_direction;
     trainer_ = std::make_unique<train::Int8Trainer>(*net_, o);
     estimator_ = train::make_estimator("two_sided", 1);
     h_.zero_threshold = std::uint64_t(0.33 * 4294967296.0);  // the default p_zero schedule's start
@@ -483,7 +484,7 @@ std::unique_ptr<StepRunner> make_step(config::Precision precision, const Method&
                                       Isa isa, const BenchOptions& o) {
   switch (precision) {
     case config::Precision::kFp32: return std::make_unique<Fp32Step>(m, batch, isa, o);
-    case config::Precision::kInt8: return std::make_unique<Int8Step>(m, batch, threads, isa);
+    case config::Precision::kInt8: return std::make_unique<Int8Step>(m, batch, threads, isa, o.cache_direction);
   }
   throw Error("bench: unknown precision");
 }

@@ -19,7 +19,7 @@ struct BenchOptions {
   std::string method = "cls1";      // full_bp | full_zo | cls1 | cls2
   std::string precision = "fp32";   // fp32 | int8
   int batch = 0;             // --run-steps batch; 0 = the paper's (FP32 32, int8 256)
-  bool cache_direction = false;  // FP32 steps with zo.cache_direction
+  bool cache_direction = false;  // steps with zo.cache_direction
   std::string perturbation = "gaussian";  // FP32 steps' zo.perturbation
 };
 

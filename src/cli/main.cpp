@@ -152,7 +152,7 @@ int main(int argc, char** argv) {
   bench->add_option("--batch", bench_opt.batch, "--run-steps: batch size (default: FP32 32, int8 256)")
       ->check(CLI::PositiveNumber);
   bench->add_flag("--cache-direction", bench_opt.cache_direction,
-                  "FP32 steps with zo.cache_direction (z drawn once per step into a buffer)");
+                  "steps with zo.cache_direction (z drawn once per step into a buffer)");
   bench->add_option("--perturbation", bench_opt.perturbation,
                     "FP32 steps' zo.perturbation: gaussian, rademacher or uniform")
       ->capture_default_str()

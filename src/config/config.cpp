@@ -184,9 +184,9 @@ const std::vector<Key>& schema() {
        "P-RGE: run the + and - passes of all queries as one forward over 2q replicas of the "
        "batch, the weights untouched (two_sided, FP32, models without BatchNorm: LeNet-5)"},
       {"zo.cache_direction", Type::kBool, ZT_FIELD(zo.cache_direction), {}, {},
-       "FP32: draw each step's direction z once into a buffer (4 bytes per ZO weight) and read "
-       "it back for the - pass and the update instead of regenerating it: the same bits, the "
-       "Gaussian computed once per step instead of three times"},
+       "draw each step's direction z once into a buffer (FP32: 4 bytes per ZO weight, int8: 1) "
+       "and read it back for the - pass and the update instead of regenerating it: the same "
+       "bits, z computed once per step instead of three times"},
       {"zo.node_perturbation", Type::kBool, ZT_FIELD(zo.node_perturbation), {}, {},
        "layerwise: estimate a fully connected ZO layer with fewer outputs than weights "
        "by perturbing its outputs, per sample, instead of its weights (Poor Man's Training's "
@@ -855,8 +855,6 @@ const InertRule kInertRules[] = {
      "int8 perturbs by integers (in [-int8.r_max, int8.r_max]; layerwise: +-1)"},
     {"zo.grad_clip", false, int8, "int8 steps by the sign of the estimate or, layerwise, by "
      "the estimate scaled by K / (K + d - 1)"},
-    {"zo.cache_direction", false, int8,
-     "int8 regenerates its sparse integer perturbation, which costs 1-2 % of its step"},
     {"zo.pool_size", false, no_pool, "it sizes the pool of zo.perturbation pezo_pool"},
     {"zo.pezo_pow2", false, no_pezo, "it scales PeZO's sources (pezo_pool, pezo_onthefly)"},
     {"zo.pezo_offset", false, no_pezo, "it places PeZO's sources (pezo_pool, pezo_onthefly)"},

@@ -58,7 +58,24 @@ Int8Trainer::Int8Trainer(nn::Int8Net& net, const Int8TrainerOptions& options)
   plus_logits_ = plan_.plus_logits();
   perturb_ = kernels::select_perturb_s8(opt_.isa);
   zo_update_ = kernels::select_zo_update_s8(opt_.isa);
+  if (opt_.cache_direction && zo_weights_ > 0) {
+    z_cache_.resize(zo_weights_);
+    fill_z_ = kernels::select_fill_perturbation_s8(opt_.isa);
+    perturb_cached_ = kernels::select_perturb_cached_s8(opt_.isa);
+    zo_update_cached_ = kernels::select_zo_update_cached_s8(opt_.isa);
+  }
   init_nodes();
+}
+
+const std::int8_t* Int8Trainer::cached_direction(const kernels::PerturbS8Params& p) {
+  if (z_cache_.empty()) return nullptr;
+  if (!z_cached_ || p.seed != z_key_.seed || p.zero_threshold != z_key_.zero_threshold ||
+      p.r_max != z_key_.r_max) {
+    fill_z_(p, 0, zo_weights_, z_cache_.data());
+    z_key_ = p;
+    z_cached_ = true;
+  }
+  return z_cache_.data();
 }
 
 const std::int8_t* Int8Trainer::act(int i) const {
@@ -376,7 +393,9 @@ void Int8Trainer::begin(const std::int8_t* x, int exponent, int n) {
 void Int8Trainer::perturb(std::uint64_t step_seed, int query, int k, const Int8Hyper& h) {
   ZT_CHECK(zo_weights_ > 0);
   Timed t(ns_, Phase::kZoPerturb);
-  perturb_(net_.weights(), zo_weights_, 0, perturbation(step_seed, query, h), k);
+  const kernels::PerturbS8Params p = perturbation(step_seed, query, h);
+  if (const std::int8_t* z = cached_direction(p)) return perturb_cached_(net_.weights(), z, zo_weights_, k);
+  perturb_(net_.weights(), zo_weights_, 0, p, k);
 }
 
 void Int8Trainer::probe(bool plus) {
@@ -394,7 +413,9 @@ void Int8Trainer::probe(bool plus) {
 void Int8Trainer::zo_update(std::uint64_t step_seed, int query, int g, const Int8Hyper& h) {
   ZT_CHECK(zo_weights_ > 0);
   Timed t(ns_, Phase::kZoUpdate);
-  zo_update_(net_.weights(), zo_weights_, 0, perturbation(step_seed, query, h), g, h.b_zo);
+  const kernels::PerturbS8Params p = perturbation(step_seed, query, h);
+  if (const std::int8_t* z = cached_direction(p)) return zo_update_cached_(net_.weights(), z, zo_weights_, p, g, h.b_zo);
+  zo_update_(net_.weights(), zo_weights_, 0, p, g, h.b_zo);
 }
 
 void Int8Trainer::perturb_block(int b, std::uint64_t step_seed, int query) {

@@ -267,6 +267,60 @@ TEST_P(PerturbS8Test, BitExactAgainstReferenceWithGuardsAndThreads) {
   }
 }
 
+// A cached direction: z filled once, then the probes and the update from it, equal the
+// regenerating reference for every setting above (and the fill equals perturbation_s8).
+TEST_P(PerturbS8Test, CachedDirectionEqualsRegenerating) {
+  const auto fill = select_fill_perturbation_s8(GetParam());
+  const auto perturb = select_perturb_cached_s8(GetParam());
+  const auto update = select_zo_update_cached_s8(GetParam());
+  int variant = 0;
+  for (std::size_t n : kSizes) {
+    for (std::uint32_t first : kFirsts) {
+      ++variant;
+      const int r_max = std::array<int, 7>{1, 3, 7, 15, 31, 63, 127}[variant % 7];
+      const double p_zero = std::array<double, 4>{0.33, 0.5, 0.9, 0.0}[variant % 4];
+      const int k = std::array<int, 5>{1, -2, 1, 300, -1000}[variant % 5];
+      const int g = variant % 3 - 1;
+      const int b_zo = 1 + variant % 3;
+      auto p = params(2000 + variant, p_zero, r_max);
+      if (variant % 11 == 0) p.zero_threshold = std::uint64_t{1} << 32;
+      const auto theta0 = random_theta(n, 500 + variant);
+      std::vector<std::int8_t> want_z(n);
+      perturbation_s8(p, first, n, want_z.data());
+      auto want_p = theta0, want_u = theta0, want_m = theta0;
+      perturb_s8_ref(want_p.data(), n, first, p, k);
+      perturb_s8_ref(want_m.data(), n, first, p, -2);
+      zo_update_s8_ref(want_u.data(), n, first, p, g, b_zo);
+      for (int t : {1, 2}) {
+        std::vector<std::int8_t> z(n + kGuardTail, kGuardS8);
+        auto got_p = theta0, got_u = theta0, got_m = theta0;
+        got_p.resize(n + kGuardTail, kGuardS8);
+        got_u.resize(n + kGuardTail, kGuardS8);
+        with_threads(t, [&] {
+          fill(p, first, n, z.data());
+          perturb(got_p.data(), z.data(), n, k);
+          perturb(got_m.data(), z.data(), n, -2);
+          update(got_u.data(), z.data(), n, p, g, b_zo);
+        });
+        const auto what = [&] {
+          return "n=" + std::to_string(n) + " first=" + std::to_string(first) + " r=" +
+                 std::to_string(r_max) + " k=" + std::to_string(k) + " g=" + std::to_string(g) +
+                 " b_zo=" + std::to_string(b_zo) + " t=" + std::to_string(t);
+        };
+        EXPECT_TRUE(std::equal(want_z.begin(), want_z.end(), z.begin())) << "fill " << what();
+        EXPECT_TRUE(std::equal(want_p.begin(), want_p.end(), got_p.begin())) << "perturb " << what();
+        EXPECT_TRUE(std::equal(want_m.begin(), want_m.end(), got_m.begin())) << "perturb -2 " << what();
+        EXPECT_TRUE(std::equal(want_u.begin(), want_u.end(), got_u.begin())) << "update " << what();
+        for (std::size_t q = 0; q < kGuardTail; ++q) {
+          ASSERT_EQ(z[n + q], kGuardS8) << what();
+          ASSERT_EQ(got_p[n + q], kGuardS8) << what();
+          ASSERT_EQ(got_u[n + q], kGuardS8) << what();
+        }
+      }
+    }
+  }
+}
+
 TEST_P(PerturbS8Test, OneCallEqualsTwoCallsOnSplitRanges) {
   const auto perturb = select_perturb_s8(GetParam());
   const auto update = select_zo_update_s8(GetParam());

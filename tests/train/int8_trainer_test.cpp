@@ -38,7 +38,8 @@ Batch make_batch(std::uint64_t seed) {
 }
 
 // Weights after `steps` steps of int8 training with partition C on `threads` threads.
-std::vector<std::int8_t> train(int partition, int threads, int steps, bool integer_sign) {
+std::vector<std::int8_t> train(int partition, int threads, int steps, bool integer_sign, bool cache = false,
+                               int r_max = 7) {
 #ifdef ZT_OPENMP
   const int saved = omp_get_max_threads();
   omp_set_num_threads(threads);
@@ -50,10 +51,11 @@ std::vector<std::int8_t> train(int partition, int threads, int steps, bool integ
   o.partition = partition;
   o.batch_size = kBatch;
   o.threads = threads;
+  o.cache_direction = cache;
   Int8Trainer t(*net, o);
   const auto estimator = make_estimator("two_sided", 1);
   Int8Hyper h;
-  h.r_max = 7;
+  h.r_max = r_max;
   h.zero_threshold = std::uint64_t{1} << 31;  // p_zero = 0.5
   for (int s = 0; s < steps; ++s) {
     const Batch b = make_batch(100 + static_cast<std::uint64_t>(s));
@@ -82,6 +84,30 @@ TEST_P(Int8Determinism, SameWeightsForAnyThreadCount) {
 
 INSTANTIATE_TEST_SUITE_P(Partitions, Int8Determinism, ::testing::Values(0, 3, 4, 5),
                          [](const auto& info) { return "C" + std::to_string(info.param); });
+
+// zo.cache_direction: z drawn once per query into a buffer and read back by the − probe and the
+// update gives the weights of regenerating it, bit for bit (r_max 7: the table update on
+// AArch64; 63: the general one), and the plan counts the buffer (1 byte per ZO weight).
+TEST(Int8Trainer, CachedDirectionSameWeightsAsRegenerating) {
+  for (int c : {3, 5}) {
+    for (int r_max : {7, 63}) {
+      const auto plain = train(c, 1, 3, false, false, r_max);
+      const auto cached = train(c, 1, 3, false, true, r_max);
+      EXPECT_EQ(plain, cached) << "C = " << c << ", r_max = " << r_max;
+      EXPECT_NE(plain, train(c, 1, 0, false)) << "C = " << c << ": the weights moved";
+    }
+  }
+  auto fp32 = nn::make_lenet5(kernels::Isa::kReference);
+  auto net = nn::make_int8_net(*fp32, kernels::Isa::kReference);
+  Int8TrainerOptions o;
+  o.partition = 4;
+  o.batch_size = kBatch;
+  const Int8Trainer plain(*net, o);
+  o.cache_direction = true;
+  const Int8Trainer cached(*net, o);
+  EXPECT_EQ(cached.planned_bytes(), plain.planned_bytes() + plain.zo_weights());
+  EXPECT_GT(plain.zo_weights(), 0u);
+}
 
 // Full BP changes every layer; Full ZO and ElasticZO change the ZO part through the sign and
 // the BP part through backprop; nothing else moves.

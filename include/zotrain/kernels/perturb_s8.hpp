@@ -47,6 +47,34 @@ void perturb_s8_neon(std::int8_t* theta, std::size_t n, std::uint32_t first,  //
 void zo_update_s8_neon(std::int8_t* theta, std::size_t n, std::uint32_t first,  // ARM builds
                        const PerturbS8Params& p, int g, int b_zo);
 
+// A cached direction (zo.cache_direction): z of one query drawn once into an int8 buffer, then
+// read back by the probes and the update instead of regenerated — the same bits as perturb and
+// zo_update with the same parameters:
+//   fill_perturbation_s8: z[i] = z(first + i)                            (as perturbation_s8)
+//   perturb_cached_s8:    θ[i] = clamp(θ[i] + k·z[i], ±127)
+//   zo_update_cached_s8:  θ[i] = clamp(clamp(θ[i] + z[i]) − û, ±127),  û as zo_update's (from
+//                         p.r_max and b_zo)
+using FillPerturbationS8Fn = void (*)(const PerturbS8Params& p, std::uint32_t first, std::size_t n,
+                                      std::int8_t* z);
+using PerturbCachedS8Fn = void (*)(std::int8_t* theta, const std::int8_t* z, std::size_t n, int k);
+using ZoUpdateCachedS8Fn = void (*)(std::int8_t* theta, const std::int8_t* z, std::size_t n,
+                                    const PerturbS8Params& p, int g, int b_zo);
+void fill_perturbation_s8_ref(const PerturbS8Params& p, std::uint32_t first, std::size_t n,
+                              std::int8_t* z);
+void fill_perturbation_s8_portable(const PerturbS8Params& p, std::uint32_t first, std::size_t n,
+                                   std::int8_t* z);
+void fill_perturbation_s8_neon(const PerturbS8Params& p, std::uint32_t first, std::size_t n,  // ARM
+                               std::int8_t* z);
+void perturb_cached_s8_ref(std::int8_t* theta, const std::int8_t* z, std::size_t n, int k);
+void perturb_cached_s8_portable(std::int8_t* theta, const std::int8_t* z, std::size_t n, int k);
+void perturb_cached_s8_neon(std::int8_t* theta, const std::int8_t* z, std::size_t n, int k);  // ARM
+void zo_update_cached_s8_ref(std::int8_t* theta, const std::int8_t* z, std::size_t n,
+                             const PerturbS8Params& p, int g, int b_zo);
+void zo_update_cached_s8_portable(std::int8_t* theta, const std::int8_t* z, std::size_t n,
+                                  const PerturbS8Params& p, int g, int b_zo);
+void zo_update_cached_s8_neon(std::int8_t* theta, const std::int8_t* z, std::size_t n,  // ARM
+                              const PerturbS8Params& p, int g, int b_zo);
+
 // Poor Man's Training on int8 (docs/design.md §6.1): layer-wise ±1 weight perturbation
 // (μ = 1) and its update (reference loops; a probe is one layer among the step's forward passes,
 // so its cost is small beside them). ξ of element j, from `seed`, by source:
@@ -81,5 +109,8 @@ void update_nodes_s8(std::int8_t* theta, std::size_t M, std::size_t K, const std
 // kNeon and kNeonDot → _neon where built.
 PerturbS8Fn select_perturb_s8(Isa isa);
 ZoUpdateS8Fn select_zo_update_s8(Isa isa);
+FillPerturbationS8Fn select_fill_perturbation_s8(Isa isa);
+PerturbCachedS8Fn select_perturb_cached_s8(Isa isa);
+ZoUpdateCachedS8Fn select_zo_update_cached_s8(Isa isa);
 
 }  // namespace zt::kernels

@@ -55,6 +55,9 @@ struct Int8TrainerOptions {
   kernels::SignSource signs = kernels::SignSource::kRademacher;  // its ξ
   bool node_perturbation = false;  // with layerwise: keep what probe_nodes needs
   int queries = 1;  // with node_perturbation: the most probes per block a step makes
+  // zo.cache_direction: a query's z drawn once into a buffer of 1 byte per ZO weight and read
+  // back by the other probe and the update (the same bits as regenerating it).
+  bool cache_direction = false;
 };
 
 // Per-epoch integer hyperparameters (docs/design.md §6; the caller converts p_zero to the
@@ -124,7 +127,7 @@ class Int8Trainer {
   const Arena& arena() const { return plan_.arena(); }
   bool lean() const { return plan_.tail >= 0; }
   std::size_t planned_bytes() const {
-    return plan_.arena().planned_bytes() + net_.num_weights() + node_bytes();
+    return plan_.arena().planned_bytes() + net_.num_weights() + node_bytes() + z_cache_.size();
   }
   // Wall time per phase (telemetry::Phase order) since the last take_phase_ns(), in ns.
   std::array<std::int64_t, telemetry::kNumPhases> take_phase_ns();
@@ -185,6 +188,14 @@ class Int8Trainer {
   bool capture_ = false;  // the pass keeps the node blocks' inputs and outputs
   kernels::PerturbS8Fn perturb_;
   kernels::ZoUpdateS8Fn zo_update_;
+  // cache_direction: z of z_key_ (when z_cached_), and the kernels that draw and read it.
+  const std::int8_t* cached_direction(const kernels::PerturbS8Params& p);  // nullptr: no cache
+  std::vector<std::int8_t> z_cache_;
+  kernels::PerturbS8Params z_key_;
+  bool z_cached_ = false;
+  kernels::FillPerturbationS8Fn fill_z_ = nullptr;
+  kernels::PerturbCachedS8Fn perturb_cached_ = nullptr;
+  kernels::ZoUpdateCachedS8Fn zo_update_cached_ = nullptr;
 };
 
 }  // namespace zt::train

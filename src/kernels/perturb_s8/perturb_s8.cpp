@@ -46,23 +46,24 @@ struct ZLanes {
 // The 32-bit formulation needs 2·r_max + 1 < 2^16; other settings take the reference.
 bool lanes_ok(const PerturbS8Params& p) { return p.r_max >= 0 && p.r_max <= kInt8Max; }
 
-void perturb_span(std::int8_t* theta, std::size_t n, std::uint32_t first, const ZLanes& zl,
-                  std::int32_t k) {
+// z_of(i): the direction of element i, drawn (ZLanes) or cached.
+template <class Z>
+void perturb_span(std::int8_t* theta, std::size_t n, const Z& z_of, std::int32_t k) {
   for (std::size_t i = 0; i < n; ++i) {
-    const std::int32_t z = zl.z(first + static_cast<std::uint32_t>(i));
+    const std::int32_t z = z_of(i);
     theta[i] = static_cast<std::int8_t>(std::clamp(theta[i] + k * z, -kInt8Max, kInt8Max));
   }
 }
 
 // θ = clamp(clamp(θ + z) − PstoShift(g·z, s)) for 0 ≤ s ≤ 31 (s = 0: û = g·z).
-void update_span(std::int8_t* theta, std::size_t n, std::uint32_t first, const ZLanes& zl,
-                 std::int32_t g, int s) {
+template <class Z>
+void update_span(std::int8_t* theta, std::size_t n, const Z& z_of, std::int32_t g, int s) {
   const int h = s / 2;
   const std::uint32_t rmask = (std::uint32_t{1} << s) - 1u;
   const std::uint32_t lmask = (std::uint32_t{1} << h) - 1u;
   const int odd = s & 1;
   for (std::size_t i = 0; i < n; ++i) {
-    const std::int32_t z = zl.z(first + static_cast<std::uint32_t>(i));
+    const std::int32_t z = z_of(i);
     const std::int32_t gz = g * z;
     const std::uint32_t sm = static_cast<std::uint32_t>(gz >> 31);
     const std::uint32_t m = (static_cast<std::uint32_t>(gz) ^ sm) - sm;
@@ -85,7 +86,8 @@ void perturb_s8_portable(std::int8_t* theta, std::size_t n, std::uint32_t first,
   // |z| ≥ 1 wherever z ≠ 0, so |k| beyond 255 saturates exactly like 255 does.
   const std::int32_t kc = std::clamp(k, -255, 255);
   Chunks::for_each(n, [&](std::size_t b, std::size_t len) {
-    perturb_span(theta + b, len, first + static_cast<std::uint32_t>(b), zl, kc);
+    const std::uint32_t j = first + static_cast<std::uint32_t>(b);
+    perturb_span(theta + b, len, [&](std::size_t i) { return zl.z(j + static_cast<std::uint32_t>(i)); }, kc);
   });
 }
 
@@ -96,7 +98,34 @@ void zo_update_s8_portable(std::int8_t* theta, std::size_t n, std::uint32_t firs
   const ZLanes zl(p);
   const int s = std::max(s_l, 0);
   Chunks::for_each(n, [&](std::size_t b, std::size_t len) {
-    update_span(theta + b, len, first + static_cast<std::uint32_t>(b), zl, g, s);
+    const std::uint32_t j = first + static_cast<std::uint32_t>(b);
+    update_span(theta + b, len, [&](std::size_t i) { return zl.z(j + static_cast<std::uint32_t>(i)); }, g, s);
+  });
+}
+
+void fill_perturbation_s8_portable(const PerturbS8Params& p, std::uint32_t first, std::size_t n,
+                                   std::int8_t* z) {
+  if (!lanes_ok(p)) return perturbation_s8(p, first, n, z);
+  const ZLanes zl(p);
+  Chunks::for_each(n, [&](std::size_t b, std::size_t len) {
+    for (std::size_t i = b; i < b + len; ++i) z[i] = static_cast<std::int8_t>(zl.z(first + static_cast<std::uint32_t>(i)));
+  });
+}
+
+void perturb_cached_s8_portable(std::int8_t* theta, const std::int8_t* z, std::size_t n, int k) {
+  const std::int32_t kc = std::clamp(k, -255, 255);  // as perturb_s8_portable
+  Chunks::for_each(n, [&](std::size_t b, std::size_t len) {
+    perturb_span(theta + b, len, [&](std::size_t i) { return std::int32_t{z[b + i]}; }, kc);
+  });
+}
+
+void zo_update_cached_s8_portable(std::int8_t* theta, const std::int8_t* z, std::size_t n,
+                                  const PerturbS8Params& p, int g, int b_zo) {
+  const int s_l = bitlen(static_cast<std::uint32_t>(p.r_max)) - b_zo;
+  if (!lanes_ok(p) || s_l > 31) return zo_update_cached_s8_ref(theta, z, n, p, g, b_zo);
+  const int s = std::max(s_l, 0);
+  Chunks::for_each(n, [&](std::size_t b, std::size_t len) {
+    update_span(theta + b, len, [&](std::size_t i) { return std::int32_t{z[b + i]}; }, g, s);
   });
 }
 
@@ -106,6 +135,18 @@ PerturbS8Fn select_perturb_s8(Isa isa) {
 
 ZoUpdateS8Fn select_zo_update_s8(Isa isa) {
   return ZT_SELECT(isa, zo_update_s8);
+}
+
+FillPerturbationS8Fn select_fill_perturbation_s8(Isa isa) {
+  return ZT_SELECT(isa, fill_perturbation_s8);
+}
+
+PerturbCachedS8Fn select_perturb_cached_s8(Isa isa) {
+  return ZT_SELECT(isa, perturb_cached_s8);
+}
+
+ZoUpdateCachedS8Fn select_zo_update_cached_s8(Isa isa) {
+  return ZT_SELECT(isa, zo_update_cached_s8);
 }
 
 }  // namespace zt::kernels

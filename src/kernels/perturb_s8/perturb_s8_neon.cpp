@@ -245,6 +245,14 @@ void update_span_table(std::int8_t* theta, std::size_t n, std::uint32_t first, c
   if (i < n) zo_update_s8_ref(theta + i, n - i, first + static_cast<std::uint32_t>(i), p, g, b_zo);
 }
 
+// Whether update_span_table applies, and its table: û of z at z + r_max.
+bool table_ok(const PerturbS8Params& p, int g) { return p.r_max <= kTableRMax && g >= -1 && g <= 1; }
+int8x16x4_t u_hat_table(const PerturbS8Params& p, int g, int s_l) {
+  std::int8_t table[64] = {};
+  for (int z = -p.r_max; z <= p.r_max; ++z)
+    table[z + p.r_max] = static_cast<std::int8_t>(s_l >= 1 ? psto_shift(g * z, s_l) : g * z);
+  return vld1q_s8_x4(table);
+}
 #endif
 
 }  // namespace
@@ -267,11 +275,8 @@ void zo_update_s8_neon(std::int8_t* theta, std::size_t n, std::uint32_t first, c
   const ZGen zg(p);
   const int s = std::max(s_l, 0);
 #if defined(__aarch64__)
-  if (p.r_max <= kTableRMax && g >= -1 && g <= 1) {
-    std::int8_t table[64] = {};
-    for (int z = -p.r_max; z <= p.r_max; ++z)
-      table[z + p.r_max] = static_cast<std::int8_t>(s_l >= 1 ? psto_shift(g * z, s_l) : g * z);
-    const int8x16x4_t u_hat = vld1q_s8_x4(table);
+  if (table_ok(p, g)) {
+    const int8x16x4_t u_hat = u_hat_table(p, g, s_l);
     return Chunks::for_each(n, [&](std::size_t b, std::size_t len) {
       update_span_table(theta + b, len, first + static_cast<std::uint32_t>(b), p, zg, u_hat, g, b_zo);
     });
@@ -280,6 +285,64 @@ void zo_update_s8_neon(std::int8_t* theta, std::size_t n, std::uint32_t first, c
   Chunks::for_each(n, [&](std::size_t b, std::size_t len) {
     update_span(theta + b, len, first + static_cast<std::uint32_t>(b), p, zg, g, s, b_zo);
   });
+}
+
+// ---- a cached direction (perturb_s8.hpp) --------------------------------------------------
+
+void fill_perturbation_s8_neon(const PerturbS8Params& p, std::uint32_t first, std::size_t n, std::int8_t* z) {
+  if (!lanes_ok(p)) return perturbation_s8(p, first, n, z);
+  const ZGen zg(p);
+  Chunks::for_each(n, [&](std::size_t b, std::size_t len) {
+    const std::uint32_t j = first + static_cast<std::uint32_t>(b);
+    std::int8_t* out = z + b;
+    const auto groups = [&]<int G>(std::size_t i) __attribute__((always_inline)) {
+      int8x16_t v[G];
+      zg.z8<G>(j + static_cast<std::uint32_t>(i), v);
+      for (int q = 0; q < G; ++q) vst1q_s8(out + i + 16 * q, v[q]);
+    };
+    std::size_t i = 0;
+    for (; i + 32 <= len; i += 32) groups.template operator()<2>(i);
+    for (; i + 16 <= len; i += 16) groups.template operator()<1>(i);
+    if (i < len) perturbation_s8(p, j + static_cast<std::uint32_t>(i), len - i, out + i);
+  });
+}
+
+void perturb_cached_s8_neon(std::int8_t* theta, const std::int8_t* z, std::size_t n, int k) {
+  if (k != 1 && k != -2) return perturb_cached_s8_ref(theta, z, n, k);
+  Chunks::for_each(n, [&](std::size_t b, std::size_t len) {
+    std::int8_t* t = theta + b;
+    const std::int8_t* d = z + b;
+    std::size_t i = 0;
+    for (; i + 16 <= len; i += 16) {
+      const int8x16_t zv = vld1q_s8(d + i);
+      const int8x16_t tv = vld1q_s8(t + i);
+      vst1q_s8(t + i, k == 1 ? add127(tv, zv) : sub127(sub127(tv, zv), zv));
+    }
+    if (i < len) perturb_cached_s8_ref(t + i, d + i, len - i, k);
+  });
+}
+
+void zo_update_cached_s8_neon(std::int8_t* theta, const std::int8_t* z, std::size_t n, const PerturbS8Params& p,
+                              int g, int b_zo) {
+#if defined(__aarch64__)
+  const int s_l = bitlen(static_cast<std::uint32_t>(p.r_max)) - b_zo;
+  if (lanes_ok(p) && s_l <= 31 && table_ok(p, g)) {
+    const int8x16x4_t u_hat = u_hat_table(p, g, s_l);
+    const int8x16_t r = vdupq_n_s8(static_cast<std::int8_t>(p.r_max));
+    return Chunks::for_each(n, [&](std::size_t b, std::size_t len) {
+      std::int8_t* t = theta + b;
+      const std::int8_t* d = z + b;
+      std::size_t i = 0;
+      for (; i + 16 <= len; i += 16) {
+        const int8x16_t zv = vld1q_s8(d + i);
+        const int8x16_t u = vqtbl4q_s8(u_hat, vreinterpretq_u8_s8(vaddq_s8(zv, r)));
+        vst1q_s8(t + i, sub127(add127(vld1q_s8(t + i), zv), u));
+      }
+      if (i < len) zo_update_cached_s8_ref(t + i, d + i, len - i, p, g, b_zo);
+    });
+  }
+#endif
+  zo_update_cached_s8_ref(theta, z, n, p, g, b_zo);
 }
 
 }  // namespace zt::kernels

@@ -48,16 +48,35 @@ void perturb_s8_ref(std::int8_t* theta, std::size_t n, std::uint32_t first,
   }
 }
 
+namespace {
+// θ after the merged restore+update of one element with direction z (zo_update's definition).
+std::int8_t updated(std::int8_t theta, std::int32_t z, int g, int s_l) {
+  const std::int32_t gz = g * z;
+  const std::int32_t u_hat = s_l >= 1 ? psto_shift(gz, s_l) : gz;
+  return clamp_s8(std::int64_t{clamp_s8(std::int64_t{theta} + z)} - u_hat);
+}
+}  // namespace
+
 void zo_update_s8_ref(std::int8_t* theta, std::size_t n, std::uint32_t first,
                       const PerturbS8Params& p, int g, int b_zo) {
   const ZGen gen(p);
   const int s_l = bitlen(static_cast<std::uint32_t>(p.r_max)) - b_zo;
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::int32_t z = gen(first + static_cast<std::uint32_t>(i));
-    const std::int32_t gz = g * z;
-    const std::int32_t u_hat = s_l >= 1 ? psto_shift(gz, s_l) : gz;
-    theta[i] = clamp_s8(std::int64_t{clamp_s8(std::int64_t{theta[i]} + z)} - u_hat);
-  }
+  for (std::size_t i = 0; i < n; ++i) theta[i] = updated(theta[i], gen(first + static_cast<std::uint32_t>(i)), g, s_l);
+}
+
+void fill_perturbation_s8_ref(const PerturbS8Params& p, std::uint32_t first, std::size_t n,
+                              std::int8_t* z) {
+  perturbation_s8(p, first, n, z);
+}
+
+void perturb_cached_s8_ref(std::int8_t* theta, const std::int8_t* z, std::size_t n, int k) {
+  for (std::size_t i = 0; i < n; ++i) theta[i] = clamp_s8(theta[i] + std::int64_t{k} * z[i]);
+}
+
+void zo_update_cached_s8_ref(std::int8_t* theta, const std::int8_t* z, std::size_t n,
+                             const PerturbS8Params& p, int g, int b_zo) {
+  const int s_l = bitlen(static_cast<std::uint32_t>(p.r_max)) - b_zo;
+  for (std::size_t i = 0; i < n; ++i) theta[i] = updated(theta[i], z[i], g, s_l);
 }
 
 }  // namespace zt::kernels
