@@ -225,6 +225,24 @@ TEST_P(PerturbS8Test, UpdateSubtractsPstoRoundedSignedZ) {
 const std::size_t kSizes[] = {0, 1, 2, 15, 16, 17, 31, 32, 33, 63, 65, 1000, 4097, 100003, 1000003};
 const std::uint32_t kFirsts[] = {0, 1, 31, 4095, 123456789, 0xffffff00u};
 
+// Setting number `variant` of the sweeps below: r_max, p_zero (every 11th: p_zero 1, a threshold
+// of 2^32), the multiple k, the sign g and b_zo cycle with different periods.
+struct Setting {
+  PerturbS8Params p;
+  int r_max, k, g, b_zo;
+};
+Setting setting(int variant, std::uint64_t seed_base) {
+  Setting st;
+  st.r_max = std::array<int, 7>{1, 3, 7, 15, 31, 63, 127}[variant % 7];
+  const double p_zero = std::array<double, 4>{0.33, 0.5, 0.9, 0.0}[variant % 4];
+  st.k = std::array<int, 5>{1, -2, 1, 300, -1000}[variant % 5];
+  st.g = variant % 3 - 1;
+  st.b_zo = 1 + variant % 3;
+  st.p = params(seed_base + static_cast<std::uint64_t>(variant), p_zero, st.r_max);
+  if (variant % 11 == 0) st.p.zero_threshold = std::uint64_t{1} << 32;
+  return st;
+}
+
 TEST_P(PerturbS8Test, BitExactAgainstReferenceWithGuardsAndThreads) {
   const auto perturb = select_perturb_s8(GetParam());
   const auto update = select_zo_update_s8(GetParam());
@@ -232,13 +250,9 @@ TEST_P(PerturbS8Test, BitExactAgainstReferenceWithGuardsAndThreads) {
   for (std::size_t n : kSizes) {
     for (std::uint32_t first : kFirsts) {
       ++variant;
-      const int r_max = std::array<int, 7>{1, 3, 7, 15, 31, 63, 127}[variant % 7];
-      const double p_zero = std::array<double, 4>{0.33, 0.5, 0.9, 0.0}[variant % 4];
-      const int k = std::array<int, 5>{1, -2, 1, 300, -1000}[variant % 5];
-      const int g = variant % 3 - 1;
-      const int b_zo = 1 + variant % 3;
-      auto p = params(1000 + variant, p_zero, r_max);
-      if (variant % 11 == 0) p.zero_threshold = std::uint64_t{1} << 32;
+      const Setting st = setting(variant, 1000);
+      const PerturbS8Params& p = st.p;
+      const int r_max = st.r_max, k = st.k, g = st.g, b_zo = st.b_zo;
       const auto theta0 = random_theta(n, 300 + variant);
       auto want_p = theta0, want_u = theta0;
       perturb_s8_ref(want_p.data(), n, first, p, k);
@@ -277,13 +291,9 @@ TEST_P(PerturbS8Test, CachedDirectionEqualsRegenerating) {
   for (std::size_t n : kSizes) {
     for (std::uint32_t first : kFirsts) {
       ++variant;
-      const int r_max = std::array<int, 7>{1, 3, 7, 15, 31, 63, 127}[variant % 7];
-      const double p_zero = std::array<double, 4>{0.33, 0.5, 0.9, 0.0}[variant % 4];
-      const int k = std::array<int, 5>{1, -2, 1, 300, -1000}[variant % 5];
-      const int g = variant % 3 - 1;
-      const int b_zo = 1 + variant % 3;
-      auto p = params(2000 + variant, p_zero, r_max);
-      if (variant % 11 == 0) p.zero_threshold = std::uint64_t{1} << 32;
+      const Setting st = setting(variant, 2000);
+      const PerturbS8Params& p = st.p;
+      const int r_max = st.r_max, k = st.k, g = st.g, b_zo = st.b_zo;
       const auto theta0 = random_theta(n, 500 + variant);
       std::vector<std::int8_t> want_z(n);
       perturbation_s8(p, first, n, want_z.data());
