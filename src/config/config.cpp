@@ -849,6 +849,8 @@ const InertRule kInertRules[] = {
     {"int8.p_zero", false, int8_pmt, "zo.estimator layerwise perturbs every weight of a layer"},
     {"int8.b_zo", false, int8_pmt, "zo.estimator layerwise steps by optimizer.lr"},
     {"int8.sign", false, int8_pmt, "zo.estimator layerwise uses the loss difference itself"},
+    {"zo.cache_direction", false, int8_pmt,
+     "int8's zo.estimator layerwise perturbs one layer at a time from a saved copy"},
     {"train.memory_plan", false, int8, "the int8 trainer plans its own buffers"},
     {"int8.input", false, points, "it quantises image pixels; point coordinates are fixed-point"},
     {"zo.eps", false, int8,

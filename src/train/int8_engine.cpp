@@ -40,7 +40,7 @@ class Int8Engine final : public Engine {
     if (cfg.zo.perturbation == "xorshift") o.signs = kernels::SignSource::kXorshift;
     o.node_perturbation = layerwise_ && cfg.zo.node_perturbation;
     o.queries = static_cast<int>(cfg.zo.queries);
-    o.cache_direction = cfg.zo.cache_direction;
+    o.cache_direction = cfg.zo.cache_direction && !layerwise_;  // layerwise: perturb_block
     trainer_ = std::make_unique<Int8Trainer>(*net_, o);
     estimator_ = make_estimator(cfg.zo.estimator, static_cast<int>(cfg.zo.queries));
     sign_ = cfg.int8.sign;

@@ -354,6 +354,12 @@ TEST(ConfigTest, CacheDirectionIsAnFp32AndInt8Option) {
       {"zo.cache_direction=true"});
   EXPECT_TRUE(i8.zo.cache_direction);
   EXPECT_TRUE(i8.warnings.empty());
+  const ExperimentConfig pmt = parse_config(
+      R"({"model": {"precision": "int8"}, "optimizer": {"name": "sgd"}})", "t",
+      {"zo.cache_direction=true", "zo.preset=pmt"});
+  bool warned = false;
+  for (const std::string& w : pmt.warnings) warned = warned || w.find("zo.cache_direction") != std::string::npos;
+  EXPECT_TRUE(warned) << "int8 layerwise does not use the cache";
 }
 
 TEST(ConfigTest, Int8InputQuantisesImagesOnly) {
