@@ -164,8 +164,9 @@ int main(int argc, char** argv) {
   zt::train::EvalRequest eval_req;
   CLI::App* eval = app.add_subcommand(
       "eval",
-      "Evaluate a checkpoint on the test split of its data set (or another one, via --set\n"
-      "data.root=... / data.dataset=...): prints test loss and accuracy; trains and writes nothing.");
+      "Evaluate a checkpoint on the test split of its data set (--validation: the data.validation\n"
+      "split held out of its training set; another data set via --set\n"
+      "data.root=... / data.dataset=...): prints its loss and accuracy; trains and writes nothing.");
   eval->add_option("target", eval_req.target,
                    "Run directory (its checkpoint.safetensors and config.json) or checkpoint file")
       ->required();
@@ -175,6 +176,9 @@ int main(int argc, char** argv) {
   eval->add_option("-s,--set", eval_req.overrides, "Override a config key: KEY=VALUE (repeatable)")
       ->type_name("KEY=VALUE");
   eval->add_flag("--json", eval_req.json, "Print one JSON object instead of a line");
+  eval->add_flag("--validation", eval_req.validation,
+                 "Evaluate on the validation split (the last data.validation training samples, "
+                 "which must be set: in the run's config or by --set) instead of the test split");
   app.set_version_flag("-V,--version", std::string("zotrain ") + ZT_VERSION + " (kernels: " +
                                             zt::kernels::isa_name(zt::kernels::best_isa()) + ")");
   try {

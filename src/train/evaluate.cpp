@@ -37,20 +37,29 @@ int run_eval(const EvalRequest& req) {
   check_checkpoint(file, ckpt, cfg, engine->partition());
   engine->load(file, ckpt);
   const std::string root = config::resolve_path(cfg, cfg.data.root);
+  if (req.validation && !cfg.data.validation)
+    throw Error(ckpt + ": --validation needs data.validation (the number of training samples " +
+                "held out), which the run's config does not set; add --set data.validation=N");
   RunData rd = load_run_data(cfg, root, batch, engine->input_floats(), seeds::data(cfg.seed));
-  const EvalResult ev = engine->evaluate(*rd.test);
+  const EvalResult ev = engine->evaluate(req.validation ? *rd.val : *rd.test);
+  const char* split = req.validation ? "validation" : "test";
+  const int samples = req.validation ? rd.val_count : rd.test_count;
 
+  // The JSON keys follow the run's own records: test_* for the test split, val_* for validation.
+  const std::string key = req.validation ? "val" : "test";
   if (req.json) {
     const nlohmann::json j = {{"checkpoint", ckpt},
                               {"dataset", config::name(cfg.data.dataset)},
                               {"data_root", root},
-                              {"samples", rd.test_count},
-                              {"test_loss", ev.loss},
-                              {"test_accuracy", ev.accuracy}};
+                              {"split", split},
+                              {"samples", samples},
+                              {key + "_loss", ev.loss},
+                              {key + "_accuracy", ev.accuracy}};
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("%s: test accuracy %.2f%%, test loss %.4f on %d %s test samples\n", ckpt.c_str(),
-                ev.accuracy, ev.loss, rd.test_count, std::string(config::name(cfg.data.dataset)).c_str());
+    std::printf("%s: %s accuracy %.2f%%, %s loss %.4f on %d %s %s samples\n", ckpt.c_str(), split,
+                ev.accuracy, split, ev.loss, samples,
+                std::string(config::name(cfg.data.dataset)).c_str(), split);
   }
   return 0;
 }

@@ -535,5 +535,38 @@ TEST(Experiment, EvalReproducesTheRunsAccuracy) {
   EXPECT_THROW(run_eval(missing), Error);
 }
 
+// zotrain eval --validation: the run's own final val_accuracy and val_loss, from the held-out
+// tail data.validation names; without data.validation it is refused, naming the key.
+TEST(Experiment, EvalOnTheValidationSplitReproducesTheRunsValAccuracy) {
+  const auto d = fresh_dir("eval-val");
+  ASSERT_EQ(run_experiment(tiny(d.string(), {"data.validation=64", "train.max_steps=4"})), 0);
+  const auto summary = nlohmann::json::parse(std::ifstream(d / "summary.json"));
+  ASSERT_TRUE(summary["val_accuracy"].is_number());
+  EvalRequest e;
+  e.target = d.string();
+  e.json = true;
+  e.validation = true;
+  testing::internal::CaptureStdout();
+  ASSERT_EQ(run_eval(e), 0);
+  const auto out = nlohmann::json::parse(testing::internal::GetCapturedStdout());
+  EXPECT_EQ(out["split"], "validation");
+  EXPECT_EQ(out["samples"], 64);
+  EXPECT_EQ(out["val_accuracy"], summary["val_accuracy"]);
+  EXPECT_EQ(out["val_loss"], summary["val_loss"]);
+  EXPECT_FALSE(out.contains("test_accuracy"));
+
+  const auto n = fresh_dir("eval-noval");
+  ASSERT_EQ(run_experiment(tiny(n.string(), {"train.max_steps=4"})), 0);
+  EvalRequest no_split;
+  no_split.target = n.string();
+  no_split.validation = true;
+  try {
+    run_eval(no_split);
+    ADD_FAILURE() << "--validation without data.validation was accepted";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("data.validation"), std::string::npos) << err.what();
+  }
+}
+
 }  // namespace
 }  // namespace zt::train
