@@ -413,6 +413,7 @@ class Fp32Step final : public StepRunner {
     o.eps = 1e-3f;
     o.grad_clip = 2.0f;
     o.cache_direction = bo.cache_direction;
+    o.defer_zo_update = bo.cache_direction;  // as the engine runs it
     o.perturbation = kernels::perturb_source(bo.perturbation);
     trainer_ = std::make_unique<train::Fp32Trainer>(*model_, o);
     std::mt19937 rng(7);

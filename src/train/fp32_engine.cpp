@@ -41,6 +41,7 @@ class Fp32Engine final : public Engine {
     o.perturbation = kernels::perturb_source(cfg.zo.perturbation);
     o.batched = cfg.zo.batched;
     o.cache_direction = cfg.zo.cache_direction;
+    o.defer_zo_update = o.cache_direction;  // save() syncs, load() and init_from() discard
     o.node_perturbation = cfg.zo.node_perturbation;
     o.pezo = {static_cast<std::size_t>(cfg.zo.pool_size), cfg.zo.pezo_pow2,
               seeds::pezo_pool(cfg.seed), static_cast<int>(cfg.zo.rngs),
@@ -147,6 +148,7 @@ class Fp32Engine final : public Engine {
   }
 
   void save(TensorFile& f) const override {
+    trainer_->sync_weights();  // a deferred ZO update applied: the parameters as of this step
     // Parameters and buffers (BatchNorm running statistics).
     for (const auto& list : {model_->params(), model_->buffers()})
       for (nn::ParamTensor* p : list) {
@@ -163,6 +165,7 @@ class Fp32Engine final : public Engine {
   }
 
   void load(const TensorFile& f, const std::string& path) override {
+    trainer_->discard_deferred();
     for (const auto& list : {model_->params(), model_->buffers()})
       for (nn::ParamTensor* p : list) {
         const StoredTensor& t = checkpoint_tensor(f, p->name, "F32", p->size(), path);
@@ -182,6 +185,7 @@ class Fp32Engine final : public Engine {
   }
 
   void init_from(const TensorFile& f, const std::string& path) override {
+    trainer_->discard_deferred();
     // An int8 checkpoint (weights I8 + exponent, no biases): dequantised, biases zero.
     std::unique_ptr<nn::Int8Net> int8;
     for (nn::ParamTensor* p : model_->params()) {

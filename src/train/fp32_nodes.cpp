@@ -88,6 +88,7 @@ double Fp32Trainer::probe_nodes(int b, int query, std::uint64_t seed, const std:
                                 int n) {
   NodeBlock& nb = nodes_[static_cast<std::size_t>(b)];
   ZT_CHECK(nb.layer >= 0);
+  sync_weights();
   draw_nodes(b, query, seed, n);
   const Fp32Plan& p = plan_;
   float* z = p.layer_output(nb.layer, 0);
@@ -108,6 +109,7 @@ double Fp32Trainer::probe_nodes(int b, int query, std::uint64_t seed, const std:
 void Fp32Trainer::update_nodes(int b, int queries, std::uint64_t seed, int n, float lr) {
   NodeBlock& nb = nodes_[static_cast<std::size_t>(b)];
   ZT_CHECK(nb.layer >= 0);
+  sync_weights();
   const std::size_t m = static_cast<std::size_t>(n) * nb.out;
   std::fill(node_dy_.begin(), node_dy_.begin() + static_cast<std::ptrdiff_t>(m), 0.0f);
   // dy = −lr · ĝ_z; node_xi_ holds ε ξ, hence the 1/ε².

@@ -37,6 +37,7 @@ void Fp32Trainer::init_replicas() {
 const float* Fp32Trainer::forward_replicas(const float* x, int n, std::uint64_t seed, int q,
                                            bool bp, telemetry::PhaseTimes& times) {
   ZT_CHECK(opt_.batched && n >= 1 && n <= opt_.batch_size && q >= 1 && q <= opt_.queries);
+  sync_weights();
   const int R = 2 * q, layers = model_.size();
   const int seg = model_.bp_segment_start(opt_.partition);
   const std::size_t rows = static_cast<std::size_t>(R) * static_cast<std::size_t>(n);

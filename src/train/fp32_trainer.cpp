@@ -81,23 +81,47 @@ std::uint64_t Fp32Trainer::draw_seed(std::uint64_t step_seed, int query) const {
   return step_number_ * static_cast<std::uint64_t>(opt_.queries) + static_cast<std::uint64_t>(query);
 }
 
-void Fp32Trainer::perturb_zo(std::uint64_t seed, std::uint64_t stream, float scale) {
+void Fp32Trainer::sync_weights() {
+  if (!deferred_) return;
+  deferred_ = false;
+  kernels::add_scaled_f32(model_.param_data(), z_cache_.data(), zo_params_, deferred_scale_);
+}
+
+void Fp32Trainer::perturb_zo(std::uint64_t seed, std::uint64_t stream, float scale,
+                             bool deferrable) {
   float* theta = model_.param_data() + zo_begin_;
   if (z_cache_.empty()) {
     perturber_.perturb(theta, zo_len_, seed, stream, zo_begin_, scale);
     return;
   }
+  const bool whole = zo_begin_ == 0 && zo_len_ == zo_params_;
   if (z_cached_ && z_seed_ == seed && z_stream_ == stream) {
+    if (deferrable && whole && opt_.defer_zo_update && !deferred_) {
+      deferred_ = true;
+      deferred_scale_ = scale;
+      return;
+    }
+    sync_weights();
     kernels::add_scaled_f32(theta, z_cache_.data() + zo_begin_, zo_len_, scale);
     return;
   }
+  if (whole) {  // drawn and added in one pass, after a pending update of the old direction
+    if (deferred_) {
+      deferred_ = false;
+      perturber_.update_perturb_fill(theta, z_cache_.data(), zo_len_, seed, stream, 0,
+                                     deferred_scale_, scale);
+    } else {
+      perturber_.perturb_fill(theta, z_cache_.data(), zo_len_, seed, stream, 0, scale);
+    }
+    z_seed_ = seed;
+    z_stream_ = stream;
+    z_cached_ = true;
+    return;
+  }
+  sync_weights();  // before the buffer's direction is replaced
   z_seed_ = seed;
   z_stream_ = stream;
   z_cached_ = true;
-  if (zo_begin_ == 0 && zo_len_ == zo_params_) {  // drawn and added in one pass
-    perturber_.perturb_fill(theta, z_cache_.data(), zo_len_, seed, stream, 0, scale);
-    return;
-  }
   perturber_.fill(z_cache_.data(), zo_params_, seed, stream, 0);
   kernels::add_scaled_f32(theta, z_cache_.data() + zo_begin_, zo_len_, scale);
 }
@@ -111,6 +135,7 @@ std::size_t Fp32Trainer::planned_bytes() const {
 
 const float* Fp32Trainer::forward(const float* x, int n, int set) {
   ZT_CHECK(n >= 1 && n <= opt_.batch_size);
+  sync_weights();
   input_ = x;
   const Fp32Plan& p = plan_;
   float* scratch = p.scratch();
@@ -294,7 +319,7 @@ class Fp32Trainer::ZoStep final : public ZoExecutor {
       const float restore = i == q - 1 ? static_cast<float>(restore_k) * t_.opt_.eps : 0.0f;
       const double gi = g[static_cast<std::size_t>(i)] / q;  // exact for q = 1
       t_.perturb_zo(t_.draw_seed(seed_, i), seeds::fp32_perturbation_stream(i),
-                    restore - lr_ * static_cast<float>(gi));
+                    restore - lr_ * static_cast<float>(gi), i == q - 1);
       g_sum_ += g[static_cast<std::size_t>(i)];
     }
   }

@@ -99,6 +99,8 @@ TEST_P(PerturbPathTest, SelectReturnsThePathAsked) {
     EXPECT_EQ(select_fill_gaussian_f32(isa), &fill_gaussian_f32_portable);
     EXPECT_EQ(select_perturb_gaussian_f32(isa), &perturb_gaussian_f32_portable);
     EXPECT_EQ(select_perturb_fill_gaussian_f32(isa), &perturb_fill_gaussian_f32_portable);
+    EXPECT_EQ(select_update_perturb_fill_gaussian_f32(isa),
+              &update_perturb_fill_gaussian_f32_portable);
   }
 }
 
@@ -152,6 +154,33 @@ TEST_P(PerturbPathTest, PerturbFillIsPerturbAndFillBitForBit) {
       perturb_gaussian_f32_ref(want_theta.data(), n, 9, 4, off, 1e-3f);
       fill_gaussian_f32_ref(want_z.data(), n, 9, 4, off);
       perturb_fill(got_theta.data(), got_z.data(), n, 9, 4, off, 1e-3f);
+      const std::string at = "n=" + std::to_string(n) + " off=" + std::to_string(off);
+      EXPECT_EQ(first_mismatch(want_theta.data(), got_theta.data(), n), -1) << at;
+      EXPECT_EQ(first_mismatch(want_z.data(), got_z.data(), n), -1) << at;
+      EXPECT_TRUE(got_theta.guards_intact(n)) << at;
+      EXPECT_TRUE(got_z.guards_intact(n)) << at;
+    }
+  }
+}
+
+// One pass that applies the update of the direction z holds and perturbs θ by the next one,
+// keeping it: θ as add_scaled_f32 then the reference perturb leave it, z as fill writes it.
+TEST_P(PerturbPathTest, UpdatePerturbFillIsAddScaledThenPerturbFillBitForBit) {
+  const Isa isa = GetParam();
+  if (!isa_available(isa)) GTEST_SKIP() << isa_name(isa) << " not available on this CPU";
+  const UpdatePerturbFillF32Fn update_perturb_fill = select_update_perturb_fill_gaussian_f32(isa);
+  for (std::size_t n : kSizes) {
+    for (std::uint64_t off : kOffsets) {
+      if (n > 1000 && off != 0 && off != 13) continue;
+      const std::vector<float> theta = random_theta(n, n + off + 8);
+      Guarded want_theta(n), want_z(n), got_theta(n), got_z(n);
+      std::copy(theta.begin(), theta.end(), want_theta.v.begin());
+      std::copy(theta.begin(), theta.end(), got_theta.v.begin());
+      fill_gaussian_f32_ref(got_z.data(), n, 3, 6, off);  // the old direction
+      add_scaled_f32(want_theta.data(), got_z.data(), n, -7.5e-3f);
+      perturb_gaussian_f32_ref(want_theta.data(), n, 9, 4, off, 1e-3f);
+      fill_gaussian_f32_ref(want_z.data(), n, 9, 4, off);
+      update_perturb_fill(got_theta.data(), got_z.data(), n, 9, 4, off, -7.5e-3f, 1e-3f);
       const std::string at = "n=" + std::to_string(n) + " off=" + std::to_string(off);
       EXPECT_EQ(first_mismatch(want_theta.data(), got_theta.data(), n), -1) << at;
       EXPECT_EQ(first_mismatch(want_z.data(), got_z.data(), n), -1) << at;

@@ -22,8 +22,10 @@ struct Trajectory {
   std::size_t planned = 0, zo_params = 0;
 };
 
+// defer: defer_zo_update as well; then a loss between steps (a forward pass, which applies the
+// pending update) and sync_weights() before θ is read.
 Trajectory train(int partition, int queries, kernels::PerturbSource source, bool cache, int steps,
-                 const char* estimator = "two_sided") {
+                 const char* estimator = "two_sided", bool defer = false) {
   auto model = nn::make_lenet5(kernels::best_isa());
   model->init(7);
   Fp32TrainerOptions o;
@@ -35,6 +37,7 @@ Trajectory train(int partition, int queries, kernels::PerturbSource source, bool
   o.perturbation = source;
   o.pezo.seed = 5;
   o.cache_direction = cache;
+  o.defer_zo_update = defer;
   o.estimator = estimator;
   Fp32Trainer t(*model, o);
   Trajectory r;
@@ -46,7 +49,9 @@ Trajectory train(int partition, int queries, kernels::PerturbSource source, bool
                                 0.05f, 0.05f, times);
     r.loss.push_back(st.loss);
     r.g.push_back(st.g);
+    if (s == 1) r.loss.push_back(t.loss(b.x.data(), b.y.data(), 6));
   }
+  t.sync_weights();
   r.theta.assign(model->param_data(), model->param_data() + model->num_params());
   r.planned = t.planned_bytes();
   r.zo_params = t.zo_params();
@@ -69,12 +74,16 @@ TEST(CachedDirection, SameTrajectoryAsRegeneratingZ) {
   for (const Case& c : cases) {
     const Trajectory plain = train(c.partition, c.queries, c.source, false, 4, c.estimator);
     const Trajectory cached = train(c.partition, c.queries, c.source, true, 4, c.estimator);
+    const Trajectory deferred = train(c.partition, c.queries, c.source, true, 4, c.estimator, true);
     const std::string what = "C = " + std::to_string(c.partition) + ", q = " +
                              std::to_string(c.queries) + ", " +
                              kernels::perturb_source_name(c.source) + ", " + c.estimator;
     EXPECT_EQ(plain.loss, cached.loss) << what;
     EXPECT_EQ(plain.g, cached.g) << what;
     EXPECT_TRUE(plain.theta == cached.theta) << what;
+    EXPECT_EQ(plain.loss, deferred.loss) << what << ", deferred update";
+    EXPECT_EQ(plain.g, deferred.g) << what << ", deferred update";
+    EXPECT_TRUE(plain.theta == deferred.theta) << what << ", deferred update";
     // The weights moved (a trajectory, not a no-op) ...
     auto model = nn::make_lenet5(kernels::best_isa());
     model->init(7);
@@ -83,6 +92,36 @@ TEST(CachedDirection, SameTrajectoryAsRegeneratingZ) {
     EXPECT_GT(cached.zo_params, 0u) << what;
     EXPECT_EQ(cached.planned - plain.planned, cached.zo_params * sizeof(float)) << what;
   }
+}
+
+// The deferred update is pending between steps: θ lags until a forward pass or sync_weights()
+// applies it, and discard_deferred() drops it.
+TEST(CachedDirection, DeferredUpdateIsPendingUntilSynced) {
+  auto model = nn::make_lenet5(kernels::best_isa());
+  model->init(7);
+  Fp32TrainerOptions o;
+  o.partition = 5;
+  o.batch_size = 6;
+  o.eps = 1e-2f;
+  o.cache_direction = true;
+  o.defer_zo_update = true;
+  Fp32Trainer t(*model, o);
+  telemetry::PhaseTimes times;
+  const test::LabelledBatch b = test::random_labelled_batch(6, 784, 10, 3, 0.0, 1.0);
+  const std::vector<float> before(model->param_data(), model->param_data() + model->num_params());
+  t.step(b.x.data(), b.y.data(), 6, 99, 0.05f, 0.05f, times);
+  const std::vector<float> lagging(model->param_data(), model->param_data() + model->num_params());
+  EXPECT_FALSE(lagging == before);  // θ − εz until the update is applied
+  t.sync_weights();
+  const std::vector<float> synced(model->param_data(), model->param_data() + model->num_params());
+  EXPECT_FALSE(synced == lagging);
+  t.sync_weights();  // nothing pending any more
+  EXPECT_TRUE(std::equal(synced.begin(), synced.end(), model->param_data()));
+  t.step(b.x.data(), b.y.data(), 6, 100, 0.05f, 0.05f, times);
+  t.discard_deferred();
+  const std::vector<float> dropped(model->param_data(), model->param_data() + model->num_params());
+  t.sync_weights();
+  EXPECT_TRUE(std::equal(dropped.begin(), dropped.end(), model->param_data()));
 }
 
 TEST(CachedDirection, AddScaledMatchesPerturbBitForBit) {

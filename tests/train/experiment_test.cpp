@@ -99,6 +99,31 @@ TEST_P(ResumeTest, Int8StopAndResumeGivesTheSameWeights) {
                 "model.precision=int8", "int8.sign=integer"});
 }
 
+// zo.cache_direction defers each step's update to the next step's first pass. A run with it is
+// the run that regenerates z, to the bit; and a checkpoint written with nothing evaluated before
+// it (epoch 1 of train.eval_every 2 ends with the last step's update pending) holds the synced
+// weights: stopped there by train.max_steps = one epoch and resumed, the run ends the same.
+TEST(Experiment, CachedDirectionRunsAndResumesWithTheRegeneratedRunsWeights) {
+  const std::vector<std::string> base = {"method.name=full_zo", "train.epochs=2",
+                                         "train.eval_every=2"};
+  auto cached = base;
+  cached.push_back("zo.cache_direction=true");
+  const auto a = fresh_dir("regenerated"), b = fresh_dir("cached"), c = fresh_dir("cached-stop");
+  ASSERT_EQ(run_experiment(tiny(a.string(), base)), 0);
+  ASSERT_EQ(run_experiment(tiny(b.string(), cached)), 0);
+  auto stop = cached;
+  stop.push_back("train.max_steps=8");  // the end of epoch 1 (8 steps per epoch)
+  ASSERT_EQ(run_experiment(tiny(c.string(), stop)), 0);
+  ASSERT_EQ(run_experiment(resume_without_limit(c)), 0);
+  const auto sa = nlohmann::json::parse(std::ifstream(a / "summary.json"));
+  const auto sb = nlohmann::json::parse(std::ifstream(b / "summary.json"));
+  const auto sc = nlohmann::json::parse(std::ifstream(c / "summary.json"));
+  EXPECT_EQ(sc["steps"], 16);
+  EXPECT_EQ(sa["weights_digest"], sb["weights_digest"]);
+  EXPECT_EQ(sa["weights_digest"], sc["weights_digest"]);
+  EXPECT_EQ(sa["test_accuracy"], sb["test_accuracy"]);
+}
+
 // PointNet on a small synthetic point-cloud set (BatchNorm running statistics are part of the
 // checkpoint, so the resumed run must match bit for bit).
 std::string synthetic_points_dir() {

@@ -7,6 +7,9 @@
 //   fill:     out[i]    =         z(seed, stream, offset + i)
 //   perturb_fill: both in one pass, theta as perturb and z[i] as fill's out[i] (the first
 //             perturbation of a cached direction; theta and z must not overlap)
+//   update_perturb_fill: theta[i] += prev · z[i] (the direction z holds), then perturb_fill
+//             into the same z: a cached direction's deferred update and the next direction's
+//             first perturbation in one pass, the same bits as add_scaled_f32 then perturb_fill
 // `stream` identifies the parameter tensor (e.g. 2·layer + {0 weight, 1 bias}).
 #pragma once
 
@@ -29,6 +32,9 @@ using FillGaussianF32Fn = void (*)(float* out, std::size_t n, std::uint64_t seed
                                    std::uint64_t stream, std::uint64_t offset);
 using PerturbFillF32Fn = void (*)(float* theta, float* z, std::size_t n, std::uint64_t seed,
                                   std::uint64_t stream, std::uint64_t offset, float scale);
+using UpdatePerturbFillF32Fn = void (*)(float* theta, float* z, std::size_t n,
+                                        std::uint64_t seed, std::uint64_t stream,
+                                        std::uint64_t offset, float prev, float scale);
 
 void perturb_gaussian_f32_ref(float* theta, std::size_t n, std::uint64_t seed,
                               std::uint64_t stream, std::uint64_t offset, float scale);
@@ -42,6 +48,12 @@ void perturb_fill_gaussian_f32_ref(float* theta, float* z, std::size_t n, std::u
                                    std::uint64_t stream, std::uint64_t offset, float scale);
 void perturb_fill_gaussian_f32_portable(float* theta, float* z, std::size_t n, std::uint64_t seed,
                                         std::uint64_t stream, std::uint64_t offset, float scale);
+void update_perturb_fill_gaussian_f32_ref(float* theta, float* z, std::size_t n,
+                                          std::uint64_t seed, std::uint64_t stream,
+                                          std::uint64_t offset, float prev, float scale);
+void update_perturb_fill_gaussian_f32_portable(float* theta, float* z, std::size_t n,
+                                               std::uint64_t seed, std::uint64_t stream,
+                                               std::uint64_t offset, float prev, float scale);
 #if defined(ZT_HAVE_NEON)  // built for ARM targets only (CMakeLists.txt)
 void perturb_gaussian_f32_neon(float* theta, std::size_t n, std::uint64_t seed,
                                std::uint64_t stream, std::uint64_t offset, float scale);
@@ -49,6 +61,9 @@ void fill_gaussian_f32_neon(float* out, std::size_t n, std::uint64_t seed, std::
                             std::uint64_t offset);
 void perturb_fill_gaussian_f32_neon(float* theta, float* z, std::size_t n, std::uint64_t seed,
                                     std::uint64_t stream, std::uint64_t offset, float scale);
+void update_perturb_fill_gaussian_f32_neon(float* theta, float* z, std::size_t n,
+                                           std::uint64_t seed, std::uint64_t stream,
+                                           std::uint64_t offset, float prev, float scale);
 #endif
 
 // kNeon and kNeonDot select the NEON functions where they are built, else the portable ones.
@@ -56,6 +71,7 @@ void perturb_fill_gaussian_f32_neon(float* theta, float* z, std::size_t n, std::
 PerturbGaussianF32Fn select_perturb_gaussian_f32(Isa isa);
 FillGaussianF32Fn select_fill_gaussian_f32(Isa isa);
 PerturbFillF32Fn select_perturb_fill_gaussian_f32(Isa isa);
+UpdatePerturbFillF32Fn select_update_perturb_fill_gaussian_f32(Isa isa);
 
 // Perturbation sources (src/kernels/perturb/perturb_sources.cpp): z(seed, stream, i) of each is
 // a pure function of its arguments, like the Gaussian, with mean 0 and variance 1.
@@ -96,6 +112,7 @@ void perturb_f32_ref(PerturbSource s, float* theta, std::size_t n, std::uint64_t
 PerturbGaussianF32Fn select_perturb_f32(PerturbSource s, Isa isa);  // not kPezoPool
 FillGaussianF32Fn select_fill_f32(PerturbSource s, Isa isa);
 PerturbFillF32Fn select_perturb_fill_f32(PerturbSource s, Isa isa);  // nullptr: none for s
+UpdatePerturbFillF32Fn select_update_perturb_fill_f32(PerturbSource s, Isa isa);  // nullptr: none
 
 // The sign of a kXorshift state (its steps: kernels/xorshift.hpp).
 constexpr float xorshift_sign(std::uint32_t x) { return (x & 1U) != 0 ? -1.0f : 1.0f; }
@@ -146,6 +163,11 @@ class Perturber {
   // source has one, else fill then add_scaled_f32; the same bits either way.
   void perturb_fill(float* theta, float* z, std::size_t n, std::uint64_t seed,
                     std::uint64_t stream, std::uint64_t offset, float scale) const;
+  // theta += prev · z, then perturb_fill into z, in one pass where the source has one, else
+  // add_scaled_f32 then perturb_fill; the same bits either way.
+  void update_perturb_fill(float* theta, float* z, std::size_t n, std::uint64_t seed,
+                           std::uint64_t stream, std::uint64_t offset, float prev,
+                           float scale) const;
   PerturbSource source() const { return source_; }
   const std::vector<float>& pool() const { return pool_; }  // empty unless kPezoPool
   // o, kPezoPool: hash(seed, stream) mod N, or (t·D) mod N for t = seed with stream offsets.
@@ -168,6 +190,7 @@ class Perturber {
   PerturbGaussianF32Fn perturb_ = nullptr;
   FillGaussianF32Fn fill_ = nullptr;
   PerturbFillF32Fn perturb_fill_ = nullptr;
+  UpdatePerturbFillF32Fn update_perturb_fill_ = nullptr;
   std::vector<float> pool_;
   std::vector<std::uint16_t> lfsr_;  // kPezoOnTheFly: one period of the RNGs' polynomial
   int rngs_ = 0, bits_ = 0;

@@ -63,6 +63,13 @@ struct Fp32TrainerOptions {
   // The step's direction z_i drawn once into a buffer of zo_params() floats and read back by
   // the − pass and the update (the same bits as regenerating it; one query cached at a time).
   bool cache_direction = false;
+  // With cache_direction: the last query's update of a step (θ += (restore − η·g)·z) is kept
+  // pending and applied by the next step's first perturbation in the same pass over θ and the
+  // buffer (Perturber::update_perturb_fill; the same bits, one pass less per step, its time
+  // counted as ZO perturb). Every forward pass of this trainer applies a pending update first;
+  // whoever reads the parameters otherwise between steps calls sync_weights() (the engine does
+  // before a checkpoint) and discard_deferred() before overwriting them.
+  bool defer_zo_update = false;
   // Node perturbation (layer-wise estimator): a ZO layer that is fully connected, runs on the
   // whole batch and has fewer outputs than weights is estimated by perturbing its outputs per
   // sample and mapping the node gradient to its weights (fp32_nodes.cpp).
@@ -96,6 +103,11 @@ class Fp32Trainer {
   const float* logits(const float* x, int n) { return forward(x, n, 0); }
   // Loss only (for gradient checks): forward pass at the current parameters.
   double loss(const float* x, const std::uint8_t* labels, int n);
+
+  // defer_zo_update: θ made current (a pending update applied), or a pending update dropped
+  // because θ is about to be overwritten (a checkpoint loaded).
+  void sync_weights();
+  void discard_deferred() { deferred_ = false; }
 
   const Fp32TrainerOptions& options() const { return opt_; }
   // The run's step number of the next step (counted up by step()); PeZO's stream offsets
@@ -142,7 +154,8 @@ class Fp32Trainer {
   std::unique_ptr<ZoEstimator> estimator_;
   std::vector<float> rep_act_[2], rep_w_, rep_z_, rep_scratch_;  // batched probes' buffers
   // θ_{1..C} += scale · z of (seed, stream): regenerated, or from the cache (cache_direction).
-  void perturb_zo(std::uint64_t seed, std::uint64_t stream, float scale);
+  // `deferrable`: the step's last ZO update, which defer_zo_update may keep pending.
+  void perturb_zo(std::uint64_t seed, std::uint64_t stream, float scale, bool deferrable = false);
   // The `seed` a perturbation of query i is drawn with: the step seed, or with PeZO's stream
   // offsets the run-wide perturbation number step_number·q + i.
   std::uint64_t draw_seed(std::uint64_t step_seed, int query) const;
@@ -154,6 +167,8 @@ class Fp32Trainer {
   std::vector<float> z_cache_;  // cache_direction: the direction of (z_seed_, z_stream_)
   std::uint64_t z_seed_ = 0, z_stream_ = 0;
   bool z_cached_ = false;
+  bool deferred_ = false;       // defer_zo_update: θ_{1..C} += deferred_scale_ · z_cache_ pending
+  float deferred_scale_ = 0.0f;
   // Node perturbation (fp32_nodes.cpp). Per ZO block: the layer whose outputs it perturbs (−1:
   // weights only), what the clean pass left (its input and output, per-sample losses) and the
   // per-sample losses of its probes.

@@ -42,7 +42,8 @@ inline typename Vec<W>::U lane_counters(std::uint32_t c0) {
 // W scalar stack stores and reload it, which stalls store forwarding on every step.
 template <int W, Pass P>
 inline void vec_blocks(Dst out, const Keys& k, std::uint32_t c0,
-                       typename Vec<kPairsPerBlock>::F scale) {
+                       typename Vec<kPairsPerBlock>::F scale,
+                       typename Vec<kPairsPerBlock>::F prev) {
   using L = Vec<W>;
   using F = Vec<kPairsPerBlock>::F;
   const PairT<L> z = gaussian_pair<L>(k, lane_counters<W>(c0));
@@ -52,14 +53,23 @@ inline void vec_blocks(Dst out, const Keys& k, std::uint32_t c0,
     std::memcpy(&z0, reinterpret_cast<const char*>(&z.z0) + blk * kHalf, kHalf);
     std::memcpy(&z1, reinterpret_cast<const char*>(&z.z1) + blk * kHalf, kHalf);
     float* o = out.x + blk * kBlock;
-    if constexpr (P == Pass::kTee) {
+    F lo{}, hi{};
+    if constexpr (P != Pass::kFill) {
+      std::memcpy(&lo, o, kHalf);
+      std::memcpy(&hi, o + kPairsPerBlock, kHalf);
+    }
+    if constexpr (P == Pass::kUpdateTee) {  // the old direction's update, before z' replaces it
+      F y0, y1;
+      std::memcpy(&y0, out.z + blk * kBlock, kHalf);
+      std::memcpy(&y1, out.z + blk * kBlock + kPairsPerBlock, kHalf);
+      lo = lo + prev * y0;
+      hi = hi + prev * y1;
+    }
+    if constexpr (P == Pass::kTee || P == Pass::kUpdateTee) {
       std::memcpy(out.z + blk * kBlock, &z0, kHalf);
       std::memcpy(out.z + blk * kBlock + kPairsPerBlock, &z1, kHalf);
     }
     if constexpr (P != Pass::kFill) {
-      F lo, hi;
-      std::memcpy(&lo, o, kHalf);
-      std::memcpy(&hi, o + kPairsPerBlock, kHalf);
       z0 = lo + scale * z0;
       z1 = hi + scale * z1;
     }
@@ -73,12 +83,12 @@ struct PortableGen {
   static Scale splat(float s) { return Scale{} + s; }
   static constexpr std::uint64_t kStep = kW / kPairsPerBlock;
   template <Pass P>
-  static void step(Dst out, const Keys& k, std::uint32_t c0, Scale scale) {
-    vec_blocks<kW, P>(out, k, c0, scale);
+  static void step(Dst out, const Keys& k, std::uint32_t c0, Scale scale, Scale prev) {
+    vec_blocks<kW, P>(out, k, c0, scale, prev);
   }
   template <Pass P>
-  static void block(Dst out, const Keys& k, std::uint32_t c0, Scale scale) {
-    vec_blocks<kPairsPerBlock, P>(out, k, c0, scale);
+  static void block(Dst out, const Keys& k, std::uint32_t c0, Scale scale, Scale prev) {
+    vec_blocks<kPairsPerBlock, P>(out, k, c0, scale, prev);
   }
 };
 
@@ -96,6 +106,12 @@ void perturb_fill_gaussian_f32_portable(float* theta, float* z, std::size_t n, s
   PortableDriver::run<Pass::kTee>(Dst{theta, z}, n, seed, stream, offset, scale);
 }
 
+void update_perturb_fill_gaussian_f32_portable(float* theta, float* z, std::size_t n,
+                                               std::uint64_t seed, std::uint64_t stream,
+                                               std::uint64_t offset, float prev, float scale) {
+  PortableDriver::run<Pass::kUpdateTee>(Dst{theta, z}, n, seed, stream, offset, scale, prev);
+}
+
 void fill_gaussian_f32_portable(float* out, std::size_t n, std::uint64_t seed,
                                 std::uint64_t stream, std::uint64_t offset) {
   PortableDriver::run<Pass::kFill>(Dst{out}, n, seed, stream, offset, 0.0f);
@@ -111,6 +127,10 @@ FillGaussianF32Fn select_fill_gaussian_f32(Isa isa) {
 
 PerturbFillF32Fn select_perturb_fill_gaussian_f32(Isa isa) {
   return ZT_SELECT(isa, perturb_fill_gaussian_f32);
+}
+
+UpdatePerturbFillF32Fn select_update_perturb_fill_gaussian_f32(Isa isa) {
+  return ZT_SELECT(isa, update_perturb_fill_gaussian_f32);
 }
 
 }  // namespace zt::kernels

@@ -8,9 +8,9 @@
 // A Gen policy provides:
 //   Scale, splat(float)      the perturbation scale in the form the block code wants it
 //   kStep                    blocks computed together by step()
-//   step<P>(dst, k, c0, scale)   kStep consecutive full blocks starting at pair counter c0
-//   block<P>(dst, k, c0, scale)  one full block
-// where P (a Pass) says what is written at dst.
+//   step<P>(dst, k, c0, scale, prev)   kStep consecutive full blocks starting at pair counter c0
+//   block<P>(dst, k, c0, scale, prev)  one full block
+// where P (a Pass) says what is written at dst (prev: kUpdateTee's scale of the old direction).
 #pragma once
 
 #include <algorithm>
@@ -29,8 +29,11 @@ namespace zt::kernels::perturb_detail {
 
 // What a pass writes. kPerturb: x = x + scale · z, the product rounded on its own; kFill: x = z;
 // kTee: both, x = x + scale · z and z copied to the second array (a cached direction drawn by
-// its first perturbation: one pass where fill and add were two).
-enum class Pass { kPerturb, kFill, kTee };
+// its first perturbation: one pass where fill and add were two); kUpdateTee: x = (x + prev · z)
+// + scale · z' with z the direction the second array holds and z' the new one, stored over it
+// (the deferred update of one step's cached direction and the next step's first perturbation:
+// add_scaled_f32 then kTee in one pass, each product and sum rounded as there).
+enum class Pass { kPerturb, kFill, kTee, kUpdateTee };
 
 // Where a pass writes: x (θ or the fill's output) and, for kTee, z at the same element offsets.
 struct Dst {
@@ -55,39 +58,42 @@ struct Driver {
   // Elements [first, last) of block `block` (0 ≤ first < last ≤ 32); out points at `first`.
   template <Pass P>
   static void partial_block(Dst out, std::uint64_t seed, std::uint64_t stream,
-                            std::uint64_t block, unsigned first, unsigned last, float scale) {
+                            std::uint64_t block, unsigned first, unsigned last, float scale,
+                            float prev) {
     alignas(64) float z[kBlock];
     const Keys k = keys_for_block(seed, stream, block);
     Gen::template block<Pass::kFill>(Dst{z}, k, static_cast<std::uint32_t>(block * kPairsPerBlock),
-                                     Gen::splat(0.0f));
+                                     Gen::splat(0.0f), Gen::splat(0.0f));
     for (unsigned e = first; e < last; ++e) {
+      if constexpr (P == Pass::kUpdateTee)
+        out.x[e - first] = out.x[e - first] + prev * out.z[e - first];
       if constexpr (P == Pass::kFill) {
         out.x[e - first] = z[e];
       } else {
         out.x[e - first] = out.x[e - first] + scale * z[e];
       }
-      if constexpr (P == Pass::kTee) out.z[e - first] = z[e];
+      if constexpr (P == Pass::kTee || P == Pass::kUpdateTee) out.z[e - first] = z[e];
     }
   }
 
   // Full blocks [b_begin, b_end) with constant keys; out points at element 32·b_begin.
   template <Pass P>
   static void full_blocks(Dst out, std::uint64_t seed, std::uint64_t stream,
-                          std::uint64_t b_begin, std::uint64_t b_end, float scale) {
+                          std::uint64_t b_begin, std::uint64_t b_end, float scale, float prev) {
     constexpr std::uint64_t kStep = Gen::kStep;
     const Keys k = keys_for_block(seed, stream, b_begin);
-    const typename Gen::Scale sv = Gen::splat(scale);
+    const typename Gen::Scale sv = Gen::splat(scale), pv = Gen::splat(prev);
     std::uint64_t b = b_begin;
     for (; b + kStep <= b_end; b += kStep, out = out + kStep * kBlock)
-      Gen::template step<P>(out, k, static_cast<std::uint32_t>(b * kPairsPerBlock), sv);
+      Gen::template step<P>(out, k, static_cast<std::uint32_t>(b * kPairsPerBlock), sv, pv);
     for (; b < b_end; ++b, out = out + kBlock)
-      Gen::template block<P>(out, k, static_cast<std::uint32_t>(b * kPairsPerBlock), sv);
+      Gen::template block<P>(out, k, static_cast<std::uint32_t>(b * kPairsPerBlock), sv, pv);
   }
 
   // Elements [offset, offset + n) of (seed, stream); x (and x.z) point at element `offset`.
   template <Pass P>
   static void run(Dst x, std::size_t n, std::uint64_t seed, std::uint64_t stream,
-                  std::uint64_t offset, float scale) {
+                  std::uint64_t offset, float scale, float prev = 0.0f) {
     if (n == 0) return;
     ZT_DCHECK(offset + n >= offset);  // the index range must not wrap
     const std::uint64_t end = offset + n;
@@ -96,17 +102,18 @@ struct Driver {
     const unsigned head_from = static_cast<unsigned>(offset % kBlock);
     const unsigned tail_to = static_cast<unsigned>((end - 1) % kBlock) + 1;
     if (b_first == b_last) {
-      partial_block<P>(x, seed, stream, b_first, head_from, tail_to, scale);
+      partial_block<P>(x, seed, stream, b_first, head_from, tail_to, scale, prev);
       return;
     }
     // Full blocks [fb, lb); the first and last blocks may be partial.
     std::uint64_t fb = b_first, lb = b_last + 1;
     if (head_from != 0) {
-      partial_block<P>(x, seed, stream, b_first, head_from, kBlock, scale);
+      partial_block<P>(x, seed, stream, b_first, head_from, kBlock, scale, prev);
       ++fb;
     }
     if (tail_to != kBlock) {
-      partial_block<P>(x + (b_last * kBlock - offset), seed, stream, b_last, 0, tail_to, scale);
+      partial_block<P>(x + (b_last * kBlock - offset), seed, stream, b_last, 0, tail_to, scale,
+                       prev);
       --lb;
     }
     if (fb >= lb) return;
@@ -118,7 +125,7 @@ struct Driver {
       const std::uint64_t g = g_first + static_cast<std::uint64_t>(t);
       const std::uint64_t b0 = std::max(fb, g * kGroupBlocks);
       const std::uint64_t b1 = std::min(lb, (g + 1) * kGroupBlocks);
-      full_blocks<P>(base + (b0 - fb) * kBlock, seed, stream, b0, b1, scale);
+      full_blocks<P>(base + (b0 - fb) * kBlock, seed, stream, b0, b1, scale, prev);
     };
 #ifdef ZT_OPENMP
     if (detail::go_parallel(static_cast<std::size_t>(n), static_cast<std::size_t>(kParallelMin))) {

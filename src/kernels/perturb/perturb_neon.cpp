@@ -1,5 +1,5 @@
 // NEON Gaussian perturbation: the definition of perturb_internal.hpp written with intrinsics,
-// one 32-element block (16 Box–Muller pairs = 4 q registers of counters) per step, the four
+// one 32-element block (16 Box–Muller pairs = 4 q registers of counters) at a time, the four
 // vectors interleaved to hide latency. Every floating-point operation is the reference's, in the
 // reference's order (products and sums as separate vmulq/vaddq — this file is compiled with
 // -ffp-contract=off, since GCC's vmulq_f32 is a plain multiply it could otherwise fuse), so each
@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "../issue_order.hpp"
 #include "perturb_driver.hpp"
 #include "perturb_internal.hpp"
 #include "zotrain/kernels/perturb.hpp"
@@ -163,11 +164,17 @@ template <int M>
 struct NeonGen {
   using Scale = F4;
   static Scale splat(float s) { return vdupq_n_f32(s); }
-  static constexpr std::uint64_t kStep = kN / kV;
+  // Blocks per call of step(), one after another (the loop keeps the transform's constants
+  // inside: ZT_PER_ITERATION): a call per block, its arguments and the callee's register saves,
+  // cost about 0.5 cycles per weight on the A53 model. 16 divides a thread's group of blocks
+  // (perturb_driver.hpp).
+  static constexpr std::uint64_t kStep = 16;
+  static_assert(kGroupBlocks % kStep == 0);
 
   // M q registers of pair counters from c0: one block (M = kV; start_hash takes one block).
   template <Pass P, int M>
-  [[gnu::always_inline]] static void vectors(Dst out, const Keys& k, std::uint32_t c0, Scale scale) {
+  [[gnu::always_inline]] static void vectors(Dst out, const Keys& k, std::uint32_t c0, Scale scale,
+                                             Scale prev) {
     U4 a[M], b[M];
     start_hash<M>(a, c0, k.a0);
     start_hash<M>(b, c0, k.b0);
@@ -192,12 +199,27 @@ struct NeonGen {
       t0[i] = vld1q_f32(out.x + at(i));
       t1[i] = vld1q_f32(out.x + at(i) + kPairsPerBlock);
     }
+    if constexpr (P == Pass::kUpdateTee) {  // the old direction's update, before z' replaces it
+      F4 y0[M], y1[M];
+      ZT_EACH(i) {
+        y0[i] = vld1q_f32(out.z + at(i));
+        y1[i] = vld1q_f32(out.z + at(i) + kPairsPerBlock);
+      }
+      ZT_EACH(i) {
+        y0[i] = vmulq_f32(prev, y0[i]);
+        y1[i] = vmulq_f32(prev, y1[i]);
+      }
+      ZT_EACH(i) {
+        t0[i] = vaddq_f32(t0[i], y0[i]);
+        t1[i] = vaddq_f32(t1[i], y1[i]);
+      }
+    }
     F4 p0[M], p1[M];
     ZT_EACH(i) {
       p0[i] = vmulq_f32(scale, z0[i]);
       p1[i] = vmulq_f32(scale, z1[i]);
     }
-    if constexpr (P == Pass::kTee) {
+    if constexpr (P == Pass::kTee || P == Pass::kUpdateTee) {
       ZT_EACH(i) {
         vst1q_f32(out.z + at(i), z0[i]);
         vst1q_f32(out.z + at(i) + kPairsPerBlock, z1[i]);
@@ -214,13 +236,16 @@ struct NeonGen {
   }
 
   template <Pass P>
-  static void block(Dst out, const Keys& k, std::uint32_t c0, Scale scale) {
-    vectors<P, kV>(out, k, c0, scale);
+  static void block(Dst out, const Keys& k, std::uint32_t c0, Scale scale, Scale prev) {
+    vectors<P, kV>(out, k, c0, scale, prev);
   }
 
   template <Pass P>
-  static void step(Dst out, const Keys& k, std::uint32_t c0, Scale scale) {
-    vectors<P, kN>(out, k, c0, scale);
+  ZT_PER_ITERATION static void step(Dst out, const Keys& k, std::uint32_t c0, Scale scale,
+                                    Scale prev) {
+#pragma GCC unroll 1
+    for (std::uint32_t j = 0; j < kStep; ++j)
+      vectors<P, kN>(out + j * kBlock, k, c0 + j * kPairsPerBlock, scale, prev);
   }
 };
 
@@ -238,6 +263,12 @@ void perturb_gaussian_f32_neon(float* theta, std::size_t n, std::uint64_t seed,
 void perturb_fill_gaussian_f32_neon(float* theta, float* z, std::size_t n, std::uint64_t seed,
                                     std::uint64_t stream, std::uint64_t offset, float scale) {
   NeonDriver::run<Pass::kTee>(Dst{theta, z}, n, seed, stream, offset, scale);
+}
+
+void update_perturb_fill_gaussian_f32_neon(float* theta, float* z, std::size_t n,
+                                           std::uint64_t seed, std::uint64_t stream,
+                                           std::uint64_t offset, float prev, float scale) {
+  NeonDriver::run<Pass::kUpdateTee>(Dst{theta, z}, n, seed, stream, offset, scale, prev);
 }
 
 void fill_gaussian_f32_neon(float* out, std::size_t n, std::uint64_t seed, std::uint64_t stream,

@@ -36,6 +36,16 @@ void perturb_fill_gaussian_f32_ref(float* theta, float* z, std::size_t n, std::u
   }
 }
 
+void update_perturb_fill_gaussian_f32_ref(float* theta, float* z, std::size_t n,
+                                          std::uint64_t seed, std::uint64_t stream,
+                                          std::uint64_t offset, float prev, float scale) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const float t = theta[i] + prev * z[i];
+    z[i] = gaussian_ref(seed, stream, offset + i);
+    theta[i] = t + scale * z[i];
+  }
+}
+
 namespace perturb_detail {
 
 float neg2_log_from_bits_exact(std::uint32_t a24) { return neg2_log_from_bits<Scalar>(a24); }

@@ -82,7 +82,7 @@ struct SourceGen {
   static Scale splat(float s) { return Scale{} + s; }
   static constexpr std::uint64_t kStep = 1;
   template <Pass P>
-  static void block(Dst out, const Keys& k, std::uint32_t c0, Scale scale) {
+  static void block(Dst out, const Keys& k, std::uint32_t c0, Scale scale, Scale prev) {
     ZT_DCHECK(c0 % kPairsPerBlock == 0);
     static constexpr std::uint32_t kLanes[kPairsPerBlock] = {0, 1, 2,  3,  4,  5,  6,  7,
                                                              8, 9, 10, 11, 12, 13, 14, 15};
@@ -96,14 +96,23 @@ struct SourceGen {
       V::F z1 = from_hash<S, V>(pair_hash_rest<V>(lane ^ base_b, k.b1));
       float* lo = out.x + q;  // memcpy: θ need not be aligned (one load / store each)
       float* hi = out.x + kPairsPerBlock + q;
-      if constexpr (P == Pass::kTee) {
+      V::F t0{}, t1{};
+      if constexpr (P != Pass::kFill) {
+        std::memcpy(&t0, lo, sizeof t0);
+        std::memcpy(&t1, hi, sizeof t1);
+      }
+      if constexpr (P == Pass::kUpdateTee) {  // the old direction's update, before z' replaces it
+        V::F y0, y1;
+        std::memcpy(&y0, out.z + q, sizeof y0);
+        std::memcpy(&y1, out.z + kPairsPerBlock + q, sizeof y1);
+        t0 = t0 + prev * y0;
+        t1 = t1 + prev * y1;
+      }
+      if constexpr (P == Pass::kTee || P == Pass::kUpdateTee) {
         std::memcpy(out.z + q, &z0, sizeof z0);
         std::memcpy(out.z + kPairsPerBlock + q, &z1, sizeof z1);
       }
       if constexpr (P != Pass::kFill) {
-        V::F t0, t1;
-        std::memcpy(&t0, lo, sizeof t0);
-        std::memcpy(&t1, hi, sizeof t1);
         z0 = t0 + scale * z0;
         z1 = t1 + scale * z1;
       }
@@ -112,8 +121,8 @@ struct SourceGen {
     }
   }
   template <Pass P>
-  static void step(Dst out, const Keys& k, std::uint32_t c0, Scale scale) {
-    block<P>(out, k, c0, scale);
+  static void step(Dst out, const Keys& k, std::uint32_t c0, Scale scale, Scale prev) {
+    block<P>(out, k, c0, scale, prev);
   }
 };
 
@@ -127,6 +136,13 @@ template <PerturbSource S>
 void perturb_fill_fast(float* theta, float* z, std::size_t n, std::uint64_t seed,
                        std::uint64_t stream, std::uint64_t offset, float scale) {
   Driver<SourceGen<S>>::template run<Pass::kTee>(Dst{theta, z}, n, seed, stream, offset, scale);
+}
+
+template <PerturbSource S>
+void update_perturb_fill_fast(float* theta, float* z, std::size_t n, std::uint64_t seed,
+                              std::uint64_t stream, std::uint64_t offset, float prev, float scale) {
+  Driver<SourceGen<S>>::template run<Pass::kUpdateTee>(Dst{theta, z}, n, seed, stream, offset,
+                                                       scale, prev);
 }
 
 template <PerturbSource S>
@@ -260,6 +276,18 @@ PerturbFillF32Fn select_perturb_fill_f32(PerturbSource s, Isa isa) {
   return select_perturb_fill_gaussian_f32(isa);
 }
 
+UpdatePerturbFillF32Fn select_update_perturb_fill_f32(PerturbSource s, Isa isa) {
+  switch (s) {
+    case PerturbSource::kRademacher: return update_perturb_fill_fast<PerturbSource::kRademacher>;
+    case PerturbSource::kUniform: return update_perturb_fill_fast<PerturbSource::kUniform>;
+    case PerturbSource::kXorshift:
+    case PerturbSource::kPezoPool:
+    case PerturbSource::kPezoOnTheFly: return nullptr;
+    case PerturbSource::kGaussian: break;
+  }
+  return select_update_perturb_fill_gaussian_f32(isa);
+}
+
 PerturbSource perturb_source(std::string_view name) {
   std::string names;
   for (const SourceEntry& e : kSources) {
@@ -337,6 +365,7 @@ Perturber::Perturber(PerturbSource s, Isa isa, const PezoOptions& pezo)
     perturb_ = select_perturb_f32(s, isa);
     fill_ = select_fill_f32(s, isa);
     perturb_fill_ = select_perturb_fill_f32(s, isa);
+    update_perturb_fill_ = select_update_perturb_fill_f32(s, isa);
     return;
   }
   ZT_CHECK_MSG(pezo.size >= 1, "PeZO pool: size must be at least 1");
@@ -479,6 +508,15 @@ void Perturber::perturb_fill(float* theta, float* z, std::size_t n, std::uint64_
   if (perturb_fill_ != nullptr) return perturb_fill_(theta, z, n, seed, stream, offset, scale);
   fill(z, n, seed, stream, offset);
   add_scaled_f32(theta, z, n, scale);
+}
+
+void Perturber::update_perturb_fill(float* theta, float* z, std::size_t n, std::uint64_t seed,
+                                    std::uint64_t stream, std::uint64_t offset, float prev,
+                                    float scale) const {
+  if (update_perturb_fill_ != nullptr)
+    return update_perturb_fill_(theta, z, n, seed, stream, offset, prev, scale);
+  add_scaled_f32(theta, z, n, prev);
+  perturb_fill(theta, z, n, seed, stream, offset, scale);
 }
 
 }  // namespace zt::kernels
