@@ -74,16 +74,21 @@ TEST(CachedDirection, SameTrajectoryAsRegeneratingZ) {
   for (const Case& c : cases) {
     const Trajectory plain = train(c.partition, c.queries, c.source, false, 4, c.estimator);
     const Trajectory cached = train(c.partition, c.queries, c.source, true, 4, c.estimator);
-    const Trajectory deferred = train(c.partition, c.queries, c.source, true, 4, c.estimator, true);
     const std::string what = "C = " + std::to_string(c.partition) + ", q = " +
                              std::to_string(c.queries) + ", " +
                              kernels::perturb_source_name(c.source) + ", " + c.estimator;
     EXPECT_EQ(plain.loss, cached.loss) << what;
     EXPECT_EQ(plain.g, cached.g) << what;
     EXPECT_TRUE(plain.theta == cached.theta) << what;
-    EXPECT_EQ(plain.loss, deferred.loss) << what << ", deferred update";
-    EXPECT_EQ(plain.g, deferred.g) << what << ", deferred update";
-    EXPECT_TRUE(plain.theta == deferred.theta) << what << ", deferred update";
+    // The update is deferred where the step's last perturbation reads the cache over all of
+    // θ_{1..C}: one query, whole-range estimators.
+    if (c.queries == 1 && std::string(c.estimator) != "layerwise") {
+      const Trajectory deferred =
+          train(c.partition, c.queries, c.source, true, 4, c.estimator, true);
+      EXPECT_EQ(plain.loss, deferred.loss) << what << ", deferred update";
+      EXPECT_EQ(plain.g, deferred.g) << what << ", deferred update";
+      EXPECT_TRUE(plain.theta == deferred.theta) << what << ", deferred update";
+    }
     // The weights moved (a trajectory, not a no-op) ...
     auto model = nn::make_lenet5(kernels::best_isa());
     model->init(7);

@@ -105,20 +105,21 @@ TEST_P(ResumeTest, Int8StopAndResumeGivesTheSameWeights) {
 // weights: stopped there by train.max_steps = one epoch and resumed, the run ends the same.
 TEST(Experiment, CachedDirectionRunsAndResumesWithTheRegeneratedRunsWeights) {
   const std::vector<std::string> base = {"method.name=full_zo", "train.epochs=2",
-                                         "train.eval_every=2"};
+                                         "train.eval_every=2", "data.train_limit=128",
+                                         "data.test_limit=64"};
   auto cached = base;
   cached.push_back("zo.cache_direction=true");
   const auto a = fresh_dir("regenerated"), b = fresh_dir("cached"), c = fresh_dir("cached-stop");
   ASSERT_EQ(run_experiment(tiny(a.string(), base)), 0);
   ASSERT_EQ(run_experiment(tiny(b.string(), cached)), 0);
   auto stop = cached;
-  stop.push_back("train.max_steps=8");  // the end of epoch 1 (8 steps per epoch)
+  stop.push_back("train.max_steps=4");  // the end of epoch 1 (4 steps per epoch)
   ASSERT_EQ(run_experiment(tiny(c.string(), stop)), 0);
   ASSERT_EQ(run_experiment(resume_without_limit(c)), 0);
   const auto sa = nlohmann::json::parse(std::ifstream(a / "summary.json"));
   const auto sb = nlohmann::json::parse(std::ifstream(b / "summary.json"));
   const auto sc = nlohmann::json::parse(std::ifstream(c / "summary.json"));
-  EXPECT_EQ(sc["steps"], 16);
+  EXPECT_EQ(sc["steps"], 8);
   EXPECT_EQ(sa["weights_digest"], sb["weights_digest"]);
   EXPECT_EQ(sa["weights_digest"], sc["weights_digest"]);
   EXPECT_EQ(sa["test_accuracy"], sb["test_accuracy"]);
