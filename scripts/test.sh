@@ -156,7 +156,7 @@ if [[ "${mode}" != host ]]; then
       # parts, stays, as do the three int8 ones), and the int8 one-epoch runs, whose weights
       # are checked bit for bit against the host's (int8.same_weights_as_host.*).
       # Kernel-path cases that can only skip are not started (0.3 s each under qemu, 134 per
-      # stage): avx512_vnni on ARM, and neon_dot on a CPU without the dot product (all but
+      # stage): avx512_vnni and avx2 on ARM, and neon_dot on a CPU without the dot product (all but
       # cortex-a76 of the CPUs above; the armhf build has no dot-product kernels).
       trainer_only='EstimatorInTrainer\.NodePerturbationStepsAlongTheGradient'
       trainer_only+='|Int8LeanTail\.SameWeightsAsWholeBatch(Forward|Backward)|Int8Pmt\.LowersTheLossOfABatch'
@@ -172,7 +172,7 @@ if [[ "${mode}" != host ]]; then
       [[ "${arch}" == armhf ]] &&
         skip="^(LeanPlan\.|EndToEnd\.|Methods/ResumeTest\.PointNet|Experiment\.PartitionAloneSweepsEveryC|${trainer_only}"\
 "|${run_level}\$)"
-      never_runs='avx512_vnni'
+      never_runs='avx512_vnni|avx2'
       [[ "${arch}" == aarch64 && "${cpu}" == cortex-a76 ]] || never_runs+='|neon_dot'
       skip+="|/(${never_runs})( |\$)"
       if [[ "${first}" -eq 1 ]]; then

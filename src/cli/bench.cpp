@@ -464,7 +464,7 @@ class Int8Step final : public StepRunner {
   }
   void step(std::uint64_t seed, telemetry::PhaseTimes& times) override {
     train::int8_step(*trainer_, *estimator_, x_.data(), x_exp_, n_, y_.data(), net_->num_classes(), seed,
-                     h_, train::Int8Sign::kFloat);
+                     h_, {train::Int8Sign::kFloat});
     const auto ns = trainer_->take_phase_ns();
     for (int p = 0; p < telemetry::kNumPhases; ++p)
       times.add(static_cast<telemetry::Phase>(p), double(ns[std::size_t(p)]) * 1e-9);

@@ -254,6 +254,10 @@ const std::vector<Key>& schema() {
        "ZO gradient sign: float = dequantise logits and compare float losses (INT8) | "
        "integer = integer-only (INT8*): both losses in fixed-point log2, 16 fractional bits | "
        "integer_eq12 = integer-only by the paper's Eq. 12 as written (whole bits per sample)"},
+      {"int8.dead_zone", Type::kNumberSchedule, ZT_FIELD(int8.dead_zone), at_least(0), {},
+       "float sign: leave the ZO part unchanged on a step whose two passes' mean losses differ "
+       "by at most this (nats per sample), since the sign of a close call is mostly noise; "
+       "0 = the paper's sgn(l+ - l-) on every step"},
       {"int8.batchnorm", Type::kBool, ZT_FIELD(int8.batchnorm), {}, {},
        "PointNet: keep the per-point layers' BatchNorm as integer standardisation with the "
        "batch's statistics (docs/design.md §5.8); false = drop it, as NITI has none"},
@@ -816,6 +820,9 @@ bool int8_pmt(const ExperimentConfig& c) { return int8(c) && c.zo.estimator == "
 bool int8_sign_step(const ExperimentConfig& c) { return int8(c) && !int8_pmt(c); }
 bool fp32(const ExperimentConfig& c) { return c.model.precision == Precision::kFp32; }
 bool no_zo(const ExperimentConfig& c) { return c.method.name == Method::kFullBp; }
+bool no_float_sign(const ExperimentConfig& c) {
+  return int8_pmt(c) || no_zo(c) || c.int8.sign != Int8Sign::kFloat;
+}
 bool no_pool(const ExperimentConfig& c) { return c.zo.perturbation != "pezo_pool"; }
 bool no_onthefly(const ExperimentConfig& c) { return c.zo.perturbation != "pezo_onthefly"; }
 bool no_pezo(const ExperimentConfig& c) { return no_pool(c) && no_onthefly(c); }
@@ -849,6 +856,8 @@ const InertRule kInertRules[] = {
     {"int8.p_zero", false, int8_pmt, "zo.estimator layerwise perturbs every weight of a layer"},
     {"int8.b_zo", false, int8_pmt, "zo.estimator layerwise steps by optimizer.lr"},
     {"int8.sign", false, int8_pmt, "zo.estimator layerwise uses the loss difference itself"},
+    {"int8.dead_zone", false, no_float_sign,
+     "it applies to the float sign (int8.sign float) of a ZO step"},
     {"zo.cache_direction", false, int8_pmt,
      "int8's zo.estimator layerwise perturbs one layer at a time from a saved copy"},
     {"train.memory_plan", false, int8, "the int8 trainer plans its own buffers"},

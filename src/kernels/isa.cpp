@@ -41,6 +41,14 @@ namespace {
 #endif
 }
 
+[[maybe_unused]] bool cpu_has_avx2() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  return __builtin_cpu_supports("avx2");
+#else
+  return false;
+#endif
+}
+
 }  // namespace
 
 const char* isa_name(Isa isa) {
@@ -50,6 +58,7 @@ const char* isa_name(Isa isa) {
     case Isa::kNeon: return "neon";
     case Isa::kNeonDot: return "neon-dot";
     case Isa::kAvx512Vnni: return "avx512-vnni";
+    case Isa::kAvx2: return "avx2";
   }
   return "unknown";
 }
@@ -82,6 +91,12 @@ bool isa_available(Isa isa) {
 #else
       return false;
 #endif
+    case Isa::kAvx2:
+#if defined(ZT_HAVE_AVX2)
+      return cpu_has_avx2();
+#else
+      return false;
+#endif
   }
   return false;
 }
@@ -100,6 +115,7 @@ Isa best_isa() {
   if (isa_available(Isa::kNeonDot)) return Isa::kNeonDot;
   if (isa_available(Isa::kNeon)) return Isa::kNeon;
   if (isa_available(Isa::kAvx512Vnni)) return Isa::kAvx512Vnni;
+  if (isa_available(Isa::kAvx2)) return Isa::kAvx2;
   return Isa::kPortable;
 }
 

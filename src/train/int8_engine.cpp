@@ -43,7 +43,7 @@ class Int8Engine final : public Engine {
     o.cache_direction = cfg.zo.cache_direction && !layerwise_;  // layerwise: perturb_block
     trainer_ = std::make_unique<Int8Trainer>(*net_, o);
     estimator_ = make_estimator(cfg.zo.estimator, static_cast<int>(cfg.zo.queries));
-    sign_ = cfg.int8.sign;
+    sign_.kind = cfg.int8.sign;
     b_bp_ = config::resolve_b_bp(cfg, c_);
     p_zero_ = config::resolve_p_zero(cfg);
     const std::size_t in = net_->input_shape().numel() * static_cast<std::size_t>(batch);
@@ -106,12 +106,15 @@ class Int8Engine final : public Engine {
     h_.b_zo = static_cast<int>(cfg_.int8.b_zo.at(epoch));
     h_.b_bp = static_cast<int>(b_bp_.at(epoch));
     h_.zero_threshold = static_cast<std::uint64_t>(std::llround(std::ldexp(p_zero, 32)));
+    sign_.dead_zone = cfg_.int8.dead_zone.at(epoch);
     if (layerwise_) {
       lr_ = decayed_lr(lr_base(), cfg_.optimizer.decay.factor, cfg_.optimizer.decay.every_epochs,
                        epoch);
       return {{"lr", lr_}, {"b_bp", h_.b_bp}};
     }
-    return {{"r_max", h_.r_max}, {"b_zo", h_.b_zo}, {"b_bp", h_.b_bp}, {"p_zero", p_zero}};
+    json hyper = {{"r_max", h_.r_max}, {"b_zo", h_.b_zo}, {"b_bp", h_.b_bp}, {"p_zero", p_zero}};
+    if (sign_.dead_zone > 0) hyper["dead_zone"] = sign_.dead_zone;
+    return hyper;
   }
 
   EngineStep step(BatchSource& batcher, int index, std::uint64_t step_seed,
@@ -272,7 +275,7 @@ class Int8Engine final : public Engine {
   std::unique_ptr<nn::Int8Net> net_;
   std::unique_ptr<Int8Trainer> trainer_;
   std::unique_ptr<ZoEstimator> estimator_;
-  Int8Sign sign_ = Int8Sign::kFloat;
+  Int8SignRule sign_;
   config::Schedule b_bp_, p_zero_;
   Int8Hyper h_;
   bool layerwise_ = false;  // Poor Man's Training (zo.estimator layerwise)

@@ -27,9 +27,9 @@ int int8_correct(Int8Logits logits, const std::uint8_t* labels, int n, int class
   return correct;
 }
 
-int float_sign(Int8Logits plus, Int8Logits minus, const std::uint8_t* labels, int n, int classes) {
-  const double d = int8_loss_sum(plus, labels, n, classes) - int8_loss_sum(minus, labels, n, classes);
-  return d > 0 ? 1 : (d < 0 ? -1 : 0);
+double float_loss_difference(Int8Logits plus, Int8Logits minus, const std::uint8_t* labels, int n,
+                             int classes) {
+  return int8_loss_sum(plus, labels, n, classes) - int8_loss_sum(minus, labels, n, classes);
 }
 
 }  // namespace zt::train

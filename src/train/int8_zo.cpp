@@ -14,7 +14,7 @@ namespace {
 class Int8ZoStep final : public ZoExecutor {
  public:
   Int8ZoStep(Int8Trainer& t, const std::uint8_t* labels, int n, int classes,
-             std::uint64_t step_seed, const Int8Hyper& h, Int8Sign sign)
+             std::uint64_t step_seed, const Int8Hyper& h, Int8SignRule sign)
       : t_(t), labels_(labels), n_(n), classes_(classes), seed_(step_seed), h_(h), sign_(sign) {}
 
   void perturb(int query, int k) override { t_.perturb(seed_, query, k, h_); }
@@ -22,12 +22,19 @@ class Int8ZoStep final : public ZoExecutor {
   double estimate(int, int) override {  // a sign: the distance does not matter
     // All three are cheap ([batch, classes] work): the step uses sign_'s, the others are
     // computed to log how often the integer ones agree with the float one.
+    // The agreement is the plain signs'; the dead zone applies to the step's float sign only.
     const int gi = t_.integer_sign(labels_, false);
     const int ge = t_.integer_sign(labels_, true);
-    const int gf = float_sign(t_.logits_plus(), t_.logits_minus(), labels_, n_, classes_);
+    const double d = float_loss_difference(t_.logits_plus(), t_.logits_minus(), labels_, n_,
+                                           classes_);
+    const int gf = d > 0 ? 1 : (d < 0 ? -1 : 0);
     result_.sign_agree = gi == gf;
     result_.sign_agree_eq12 = ge == gf;
-    result_.g = sign_ == Int8Sign::kInteger ? gi : sign_ == Int8Sign::kIntegerEq12 ? ge : gf;
+    switch (sign_.kind) {
+      case Int8Sign::kInteger: result_.g = gi; break;
+      case Int8Sign::kIntegerEq12: result_.g = ge; break;
+      case Int8Sign::kFloat: result_.g = std::abs(d) <= sign_.dead_zone * n_ ? 0 : gf; break;
+    }
     return result_.g;
   }
   void update(std::span<const double> g, int restore) override {
@@ -44,7 +51,7 @@ class Int8ZoStep final : public ZoExecutor {
   int n_, classes_;
   std::uint64_t seed_;
   const Int8Hyper& h_;
-  Int8Sign sign_;
+  Int8SignRule sign_;
   Int8StepResult result_;
 };
 
@@ -219,7 +226,7 @@ Int8StepResult int8_layerwise_step(Int8Trainer& trainer, const ZoEstimator& esti
 Int8StepResult int8_step(Int8Trainer& trainer, const ZoEstimator& estimator,
                          const std::int8_t* x, int exponent, int n, const std::uint8_t* labels,
                          int classes, std::uint64_t step_seed, const Int8Hyper& h,
-                         Int8Sign sign) {
+                         Int8SignRule sign) {
   ZT_CHECK_MSG(estimator.queries() == 1, "int8 training takes one query per step");
   return run_step(trainer, estimator, x, exponent, n, labels, step_seed, h, [&] {
     return Int8ZoStep(trainer, labels, n, classes, step_seed, h, sign);

@@ -68,6 +68,7 @@ void expect_same(const ExperimentConfig& a, const ExperimentConfig& b) {
   EXPECT_EQ(a.int8.b_bp, b.int8.b_bp);
   EXPECT_EQ(a.int8.p_zero, b.int8.p_zero);
   EXPECT_EQ(a.int8.sign, b.int8.sign);
+  EXPECT_EQ(a.int8.dead_zone, b.int8.dead_zone);
   EXPECT_EQ(a.output.dir, b.output.dir);
   EXPECT_EQ(a.output.checkpoint_every, b.output.checkpoint_every);
 }
@@ -290,7 +291,7 @@ TEST(ConfigTest, RoundTrip) {
 TEST(ConfigTest, DumpAndHelpListEveryKey) {
   const std::string dump = to_json_text(ExperimentConfig{});
   const std::string help = keys_help();
-  ASSERT_EQ(key_names().size(), 55u);
+  ASSERT_EQ(key_names().size(), 56u);
   for (const std::string& k : key_names()) {
     const std::string leaf = k.substr(k.rfind('.') + 1);
     EXPECT_NE(dump.find("\"" + leaf + "\""), std::string::npos) << k;
@@ -378,6 +379,24 @@ TEST(ConfigTest, Int8InputQuantisesImagesOnly) {
       "t", {other});
   ASSERT_EQ(p.warnings.size(), 1u);
   EXPECT_NE(p.warnings[0].find("int8.input has no effect here"), std::string::npos);
+}
+
+// int8.dead_zone: a non-negative schedule, 0 by default; it acts on the float sign of a ZO
+// step only, so the integer signs and Full BP warn that it is ignored.
+TEST(ConfigTest, Int8DeadZoneAppliesToTheFloatSign) {
+  const std::string int8 = R"({"model": {"precision": "int8"}, "method": {"name": "full_zo"}})";
+  EXPECT_EQ(ExperimentConfig{}.int8.dead_zone.at(0), 0.0);
+  const ExperimentConfig c = parse_config(int8, "t", {R"(int8.dead_zone={"0": 0, "50": 0.002})"});
+  EXPECT_EQ(c.int8.dead_zone.at(49), 0.0);
+  EXPECT_EQ(c.int8.dead_zone.at(50), 0.002);
+  EXPECT_TRUE(c.warnings.empty());
+  test::expect_error([&] { parse_config(int8, "t", {"int8.dead_zone=-0.1"}); },
+                     {"int8.dead_zone", "-0.1"});
+  for (const char* other : {"int8.sign=integer", "method.name=full_bp"}) {
+    const ExperimentConfig w = parse_config(int8, "t", {"int8.dead_zone=0.01", other});
+    ASSERT_EQ(w.warnings.size(), 1u) << other;
+    EXPECT_NE(w.warnings[0].find("int8.dead_zone has no effect here"), std::string::npos) << other;
+  }
 }
 
 TEST(ConfigTest, PmtPresetIsLayerwiseRademacher) {

@@ -1,5 +1,5 @@
 // int8 convolution products (conv2d_s8.hpp). Integer results are exact: the reference, every
-// optimised path (each runs one micro-kernel: portable, avx512-vnni, neon, neon-dot; SKIP where
+// optimised path (each runs one micro-kernel: portable, avx512-vnni, avx2, neon, neon-dot; SKIP where
 // the CPU lacks it) and every algorithm they pick (channel or row/column quads
 // for the forward and input-gradient correlations; lane or vector-dot weight gradient), and any
 // thread count must agree bit for bit. The reference is checked against naive loops written as
@@ -339,6 +339,10 @@ TEST_P(Conv2dS8Test, SelectsTheRequestedPath) {
   if (isa == Isa::kAvx512Vnni)
     want = {&conv2d_forward_s8_avx512_vnni, &conv2d_backward_input_s8_avx512_vnni,
             &conv2d_backward_weights_s8_avx512_vnni};
+#endif
+#ifdef ZT_HAVE_AVX2
+  if (isa == Isa::kAvx2)
+    want = {&conv2d_forward_s8_avx2, &conv2d_backward_input_s8_avx2, &conv2d_backward_weights_s8_avx2};
 #endif
   EXPECT_EQ(select_conv2d_forward_s8(isa), want.fwd);
   EXPECT_EQ(select_conv2d_backward_input_s8(isa), want.dx);

@@ -1,6 +1,6 @@
 // int8 linear products (linear_s8.hpp). Integer results are exact, so every path — the
 // reference, every optimised path (each runs one micro-kernel: portable plain loops,
-// avx512-vnni, neon, neon-dot; SKIP where the CPU lacks it), any thread count — must match bit
+// avx512-vnni, avx2, neon, neon-dot; SKIP where the CPU lacks it), any thread count — must match bit
 // for bit. The reference is itself checked against
 // naive loops written the other way round (scatter instead of gather, int64 sums). Guard values
 // after every output must survive.
@@ -301,6 +301,10 @@ TEST_P(LinearS8Test, SelectsTheRequestedPath) {
     want = {&linear_forward_s8_avx512_vnni, &linear_backward_input_s8_avx512_vnni,
             &linear_backward_weights_s8_avx512_vnni};
 #endif
+#ifdef ZT_HAVE_AVX2
+  if (isa == Isa::kAvx2)
+    want = {&linear_forward_s8_avx2, &linear_backward_input_s8_avx2, &linear_backward_weights_s8_avx2};
+#endif
   EXPECT_EQ(select_linear_forward_s8(isa), want.fwd);
   EXPECT_EQ(select_linear_backward_input_s8(isa), want.dx);
   EXPECT_EQ(select_linear_backward_weights_s8(isa), want.dw);
@@ -328,6 +332,11 @@ TEST(LinearS8MicroTest, PortableIsThePlainLoopKernel) {
   EXPECT_EQ(&s8::micro_kernel(Isa::kAvx512Vnni), &s8::micro_kernel_avx512_vnni);
 #else
   EXPECT_EQ(&s8::micro_kernel(Isa::kAvx512Vnni), &s8::micro_kernel_portable);
+#endif
+#ifdef ZT_HAVE_AVX2
+  EXPECT_EQ(&s8::micro_kernel(Isa::kAvx2), &s8::micro_kernel_avx2);
+#else
+  EXPECT_EQ(&s8::micro_kernel(Isa::kAvx2), &s8::micro_kernel_portable);
 #endif
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #ifdef ZT_OPENMP
@@ -63,7 +64,7 @@ std::vector<std::int8_t> train(int partition, int threads, int steps, bool integ
     kernels::quantize_pixels_s8(b.pixels.data(), b.pixels.size(), kernels::pixel_quant_shift(), x.data());
     int8_step(t, *estimator, x.data(), kernels::pixel_quant_shift().exponent, kBatch, b.labels.data(), 10,
               1000 + static_cast<std::uint64_t>(s), h,
-              integer_sign ? Int8Sign::kInteger : Int8Sign::kFloat);
+              {integer_sign ? Int8Sign::kInteger : Int8Sign::kFloat});
   }
 #ifdef ZT_OPENMP
   omp_set_num_threads(saved);
@@ -128,6 +129,47 @@ TEST(Int8Trainer, EachPartOfThePartitionIsTrained) {
   }
 }
 
+// int8.dead_zone: the float sign's step is 0 exactly when the two passes' mean losses differ by
+// at most the dead zone, and sign(ℓ+ − ℓ−) otherwise; the logged agreement is the plain signs'.
+TEST(Int8Trainer, DeadZoneZeroesTheCloseCallsOfTheFloatSign) {
+  const Batch b = make_batch(7);
+  std::vector<std::int8_t> x(b.pixels.size());
+  kernels::quantize_pixels_s8(b.pixels.data(), b.pixels.size(), kernels::pixel_quant_shift(),
+                              x.data());
+  const int e = kernels::pixel_quant_shift().exponent;
+  Int8Hyper h;
+  h.r_max = 7;
+  const auto estimator = make_estimator("two_sided", 1);
+  auto fp32 = nn::make_lenet5(kernels::Isa::kReference);
+  int nonzero = 0;
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    // One step from the same weights with the dead zone just under and just over |d| / n.
+    double d = 0;
+    for (const double side : {0.0, 0.999, 1.001}) {
+      auto net = nn::make_int8_net(*fp32, kernels::Isa::kReference);
+      nn::init_niti(*net, 11);
+      Int8TrainerOptions o;
+      o.partition = net->num_parametric();
+      o.batch_size = kBatch;
+      Int8Trainer t(*net, o);
+      const double dz = side * std::abs(d) / kBatch;
+      const Int8StepResult r = int8_step(t, *estimator, x.data(), e, kBatch, b.labels.data(), 10,
+                                         seed, h, {Int8Sign::kFloat, dz});
+      if (side == 0.0) {
+        d = float_loss_difference(t.logits_plus(), t.logits_minus(), b.labels.data(), kBatch, 10);
+        EXPECT_EQ(r.g, d > 0 ? 1 : (d < 0 ? -1 : 0)) << "seed " << seed;
+        nonzero += d != 0 ? 1 : 0;
+      } else {
+        EXPECT_EQ(r.g, side < 1 ? (d > 0 ? 1 : (d < 0 ? -1 : 0)) : 0)
+            << "seed " << seed << ", dead zone " << side << " |d| / n";
+      }
+      const int gi = t.integer_sign(b.labels.data(), false);
+      EXPECT_EQ(r.sign_agree, gi == (d > 0 ? 1 : (d < 0 ? -1 : 0))) << "seed " << seed;
+    }
+  }
+  EXPECT_GT(nonzero, 2) << "the probes barely moved the loss: the test checks nothing";
+}
+
 TEST(Int8Trainer, PlannedBuffersAndCounts) {
   auto fp32 = nn::make_lenet5(kernels::Isa::kReference);
   auto net = nn::make_int8_net(*fp32, kernels::Isa::kReference);
@@ -181,7 +223,7 @@ PointRun train_points(int points, int partition, bool lean, int steps, bool batc
     for (auto& v : x) v = static_cast<std::int8_t>(static_cast<int>(rng.below(129)) - 64);
     for (auto& l : y) l = static_cast<std::uint8_t>(rng.below(nn::kPointNetClasses));
     int8_step(t, *estimator, x.data(), -6, kB, y.data(), nn::kPointNetClasses,
-              500 + static_cast<std::uint64_t>(s), h, Int8Sign::kInteger);
+              500 + static_cast<std::uint64_t>(s), h, {Int8Sign::kInteger});
   }
   PointRun r;
   r.weights.assign(net->weights(), net->weights() + net->num_weights());

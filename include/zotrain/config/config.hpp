@@ -94,6 +94,7 @@ struct Int8Config {
   Schedule p_zero;                     // sparsity of the perturbation; empty = auto
                                        // (resolve_p_zero(): per architecture)
   Int8Sign sign = Int8Sign::kFloat;   // float (INT8) | integer (INT8*, fixed point) | integer_eq12
+  Schedule dead_zone{{{0, 0.0}}};      // float sign: g = 0 when |ℓ+ − ℓ−| / n ≤ this (nats)
   bool batchnorm = true;               // PointNet: integer BatchNorm (docs/design.md §5.8)
   Int8Input input = Int8Input::kShift;  // image pixels as int8 (docs/design.md §5.6)
 };

@@ -69,10 +69,17 @@ void conv2d_backward_input_s8_avx512_vnni(const Conv2dShape& s, const std::int8_
                                           const std::int8_t* w, std::int32_t* dx, void* scratch);
 void conv2d_backward_weights_s8_avx512_vnni(const Conv2dShape& s, const std::int8_t* x,
                                             const std::int8_t* e, std::int32_t* g, void* scratch);
+// AVX2 paths (x86-64 builds): the portable algorithms on the vpmaddwd micro-kernels.
+void conv2d_forward_s8_avx2(const Conv2dShape& s, const std::int8_t* x, const std::int8_t* w,
+                            std::int32_t* y, void* scratch);
+void conv2d_backward_input_s8_avx2(const Conv2dShape& s, const std::int8_t* e,
+                                   const std::int8_t* w, std::int32_t* dx, void* scratch);
+void conv2d_backward_weights_s8_avx2(const Conv2dShape& s, const std::int8_t* x,
+                                     const std::int8_t* e, std::int32_t* g, void* scratch);
 
 // kReference → _ref; kPortable → _portable (the plain-loop micro-kernel on every machine);
-// kNeon → _neon, kNeonDot → _neon_dot and kAvx512Vnni → _avx512_vnni where built (else the
-// portable path).
+// kNeon → _neon, kNeonDot → _neon_dot, kAvx512Vnni → _avx512_vnni and kAvx2 → _avx2 where
+// built (else the portable path).
 Conv2dForwardS8Fn select_conv2d_forward_s8(Isa isa);
 Conv2dBackwardInputS8Fn select_conv2d_backward_input_s8(Isa isa);
 Conv2dBackwardWeightsS8Fn select_conv2d_backward_weights_s8(Isa isa);

@@ -60,10 +60,17 @@ void linear_backward_input_s8_avx512_vnni(int B, int N, int K, const std::int8_t
                                           const std::int8_t* w, std::int32_t* dx);
 void linear_backward_weights_s8_avx512_vnni(int B, int N, int K, const std::int8_t* e,
                                             const std::int8_t* x, std::int32_t* g);
+// AVX2 paths (x86-64 builds): the portable drivers on the vpmaddwd micro-kernels.
+void linear_forward_s8_avx2(int B, int N, int K, const std::int8_t* x, const std::int8_t* w,
+                            std::int32_t* y);
+void linear_backward_input_s8_avx2(int B, int N, int K, const std::int8_t* e,
+                                   const std::int8_t* w, std::int32_t* dx);
+void linear_backward_weights_s8_avx2(int B, int N, int K, const std::int8_t* e,
+                                     const std::int8_t* x, std::int32_t* g);
 
 // kReference → _ref; kPortable → _portable (the plain-loop micro-kernel on every machine);
-// kNeon → _neon, kNeonDot → _neon_dot and kAvx512Vnni → _avx512_vnni where built (else the
-// portable path).
+// kNeon → _neon, kNeonDot → _neon_dot, kAvx512Vnni → _avx512_vnni and kAvx2 → _avx2 where
+// built (else the portable path).
 LinearForwardS8Fn select_linear_forward_s8(Isa isa);
 LinearBackwardInputS8Fn select_linear_backward_input_s8(Isa isa);
 LinearBackwardWeightsS8Fn select_linear_backward_weights_s8(Isa isa);

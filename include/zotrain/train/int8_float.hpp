@@ -13,7 +13,8 @@ namespace zt::train {
 double int8_loss_sum(Int8Logits logits, const std::uint8_t* labels, int n, int classes);
 // Samples whose first maximal logit is the label.
 int int8_correct(Int8Logits logits, const std::uint8_t* labels, int n, int classes);
-// sign(ℓ+ − ℓ−) of the float losses of the two passes: −1, 0 or +1.
-int float_sign(Int8Logits plus, Int8Logits minus, const std::uint8_t* labels, int n, int classes);
+// ℓ+ − ℓ−, the difference of the two passes' float loss sums (its sign is the paper's INT8 g).
+double float_loss_difference(Int8Logits plus, Int8Logits minus, const std::uint8_t* labels, int n,
+                             int classes);
 
 }  // namespace zt::train

@@ -20,6 +20,13 @@ namespace zt::train {
 
 using config::Int8Sign;  // int8.sign (config/options.hpp)
 
+// How int8_step turns the two passes into g: the sign it uses (int8.sign) and, for the float
+// sign, the dead zone (int8.dead_zone): g = 0 when |ℓ+ − ℓ−| / n ≤ dead_zone.
+struct Int8SignRule {
+  Int8Sign kind = Int8Sign::kFloat;
+  double dead_zone = 0;
+};
+
 struct Int8StepResult {
   int g = 0;               // the sign the update used (0 for NITI, C = 0)
   bool sign_agree = false;       // the integer (fixed-point) and float signs agreed (ZO only)
@@ -35,7 +42,7 @@ struct Int8StepResult {
 Int8StepResult int8_step(Int8Trainer& trainer, const ZoEstimator& estimator,
                          const std::int8_t* x, int exponent, int n, const std::uint8_t* labels,
                          int classes, std::uint64_t step_seed, const Int8Hyper& h,
-                         Int8Sign sign);
+                         Int8SignRule sign);
 
 // Poor Man's Training on int8 (zo.estimator layerwise, any number of queries): each ZO layer
 // probed alone by Rademacher ±1 against one clean pass, every layer then stepped by its

@@ -697,6 +697,9 @@ ZT_CONV2D_S8_PATH(portable)
 #if defined(ZT_HAVE_AVX512_VNNI)
 ZT_CONV2D_S8_PATH(avx512_vnni)
 #endif
+#if defined(ZT_HAVE_AVX2)
+ZT_CONV2D_S8_PATH(avx2)
+#endif
 #if defined(ZT_HAVE_NEON)
 ZT_CONV2D_S8_PATH(neon)
 #endif

@@ -1,7 +1,7 @@
 // The driver pieces shared by every int8 path (linear_s8.cpp, conv2d_s8.cpp): the choice of a
 // micro-kernel, tile planning, canvas runs and the threading helpers. The micro-kernels live in
-// files named after their ISA (gemm_s8_portable.cpp, gemm_s8_avx512_vnni.cpp, gemm_s8_neon.cpp,
-// gemm_s8_neon_dot.cpp). See gemm_s8_internal.hpp for the contract.
+// files named after their ISA (gemm_s8_portable.cpp, gemm_s8_avx512_vnni.cpp, gemm_s8_avx2.cpp,
+// gemm_s8_neon.cpp, gemm_s8_neon_dot.cpp). See gemm_s8_internal.hpp for the contract.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -20,7 +20,7 @@ namespace zt::kernels::s8 {
 const MicroKernel& micro_kernel(Isa isa) {
   return *detail::pick_isa<const MicroKernel*>(isa, &micro_kernel_portable, &micro_kernel_portable,
                                                ZT_NEON_FN(micro_kernel), ZT_NEON_DOT_FN(micro_kernel),
-                                               ZT_AVX512_VNNI_FN(micro_kernel));
+                                               ZT_AVX512_VNNI_FN(micro_kernel), ZT_AVX2_FN(micro_kernel));
 }
 
 void block_of(int n, int blocks, int i, int& begin, int& size) {

@@ -98,6 +98,8 @@ inline constexpr int kDotOb = 6, kDotTb = 4;
 //                             under -mgeneral-regs-only), on every machine;
 //   micro_kernel_avx512_vnni  vpdpbusd through GCC vector extensions and builtins
 //                             (gemm_s8_avx512_vnni.cpp; x86-64 builds, ZT_HAVE_AVX512_VNNI);
+//   micro_kernel_avx2         vpmaddwd on operands widened to int16 (gemm_s8_avx2.cpp; x86-64
+//                             builds, ZT_HAVE_AVX2);
 //   micro_kernel_neon         vmull_s8 + vpadalq_s16 (gemm_s8_neon.cpp; ARM builds, ZT_HAVE_NEON);
 //   micro_kernel_neon_dot     SDOT (gemm_s8_neon_dot.cpp; aarch64 builds, ZT_HAVE_NEON_DOT).
 using MicroFn = void (*)(const MicroArgs& args);
@@ -116,6 +118,7 @@ struct MicroKernel {
 };
 extern const MicroKernel micro_kernel_portable;
 extern const MicroKernel micro_kernel_avx512_vnni;  // defined only where built (see above)
+extern const MicroKernel micro_kernel_avx2;         // likewise
 extern const MicroKernel micro_kernel_neon;
 extern const MicroKernel micro_kernel_neon_dot;
 // The micro-kernel of a kernel path, chosen as every family chooses (select_isa.hpp: a path

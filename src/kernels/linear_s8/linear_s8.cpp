@@ -309,6 +309,9 @@ ZT_LINEAR_S8_PATH(portable)
 #if defined(ZT_HAVE_AVX512_VNNI)
 ZT_LINEAR_S8_PATH(avx512_vnni)
 #endif
+#if defined(ZT_HAVE_AVX2)
+ZT_LINEAR_S8_PATH(avx2)
+#endif
 #if defined(ZT_HAVE_NEON)
 ZT_LINEAR_S8_PATH(neon)
 #endif
