@@ -155,7 +155,7 @@ if [[ "${mode}" != host ]]; then
       # per path), --init-from, refused checkpoints, eval, FP32 stop-and-resume for full_bp and full_zo (elastic_zo, which has both
       # parts, stays, as do the three int8 ones), and the int8 one-epoch runs, whose weights
       # are checked bit for bit against the host's (int8.same_weights_as_host.*).
-      # Kernel-path cases that can only skip are not started (0.3 s each under qemu, 134 per
+      # Kernel-path cases that can only skip are not started (0.3 s each under qemu, 201 per
       # stage): avx512_vnni and avx2 on ARM, and neon_dot on a CPU without the dot product (all but
       # cortex-a76 of the CPUs above; the armhf build has no dot-product kernels).
       trainer_only='EstimatorInTrainer\.NodePerturbationStepsAlongTheGradient'

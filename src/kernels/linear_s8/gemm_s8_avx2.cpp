@@ -67,11 +67,7 @@ void Avx2::micro(const MicroArgs& p) {
     const __m256i b0 = load_quarter_u8(bq, 0), b1 = load_quarter_u8(bq, 1);
     const __m256i b2 = load_quarter_u8(bq, 2), b3 = load_quarter_u8(bq, 3);
     for (int m = 0; m < MR; ++m) {
-      const std::int8_t* aw;
-      if constexpr (kRows)
-        aw = q < nq_main ? p.a_rows[m] + q * p.a_step : p.a_tail + 4 * m;
-      else
-        aw = p.a + q * p.a_step + 4 * m;
+      const std::int8_t* aw = a_word<kRows>(p, q, m, nq_main);
       const __m256i a = broadcast_a(aw);
       acc[m][0] = _mm256_add_epi32(acc[m][0], _mm256_madd_epi16(a, b0));
       acc[m][1] = _mm256_add_epi32(acc[m][1], _mm256_madd_epi16(a, b1));

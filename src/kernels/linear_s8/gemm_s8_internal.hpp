@@ -143,6 +143,16 @@ inline void copy_run(std::int32_t* __restrict dst, const std::int32_t* __restric
 
 // Writes row m of a finished tile from its `lanes` sums acc[l] (l < lanes, a multiple of 16):
 // C = (accumulate ? C : 0) + acc − corr_m for lanes < n_valid, or the canvas runs when set.
+// Row m's A word (4 int8) of quad q: packed or rows mode, the last quad from a_tail when it is
+// set (nq_main = nq − 1 then, else nq). For the plain-loop kernels (portable, AVX2).
+template <bool kRows>
+inline const std::int8_t* a_word(const MicroArgs& p, int q, int m, int nq_main) {
+  if constexpr (kRows)
+    return q < nq_main ? p.a_rows[m] + q * p.a_step : p.a_tail + 4 * m;
+  else
+    return p.a + q * p.a_step + 4 * m;
+}
+
 inline void store_tile_row(const MicroArgs& p, int m, const std::int32_t* acc, int lanes, std::int32_t corr_m) {
   std::int32_t* c = p.c + m * p.ldc;
   if (p.runs != nullptr) {

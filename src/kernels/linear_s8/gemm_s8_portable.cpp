@@ -29,11 +29,7 @@ void Portable::micro(const MicroArgs& p) {
   for (int q = 0; q < p.nq; ++q) {
     const std::uint8_t* bq = p.b + (p.b_off != nullptr ? p.b_off[q] : q * p.b_step);
     for (int m = 0; m < MR; ++m) {
-      const std::int8_t* aw;
-      if constexpr (kRows)
-        aw = q < nq_main ? p.a_rows[m] + q * p.a_step : p.a_tail + 4 * m;
-      else
-        aw = p.a + q * p.a_step + 4 * m;
+      const std::int8_t* aw = a_word<kRows>(p, q, m, nq_main);
       const std::int32_t a0 = aw[0], a1 = aw[1], a2 = aw[2], a3 = aw[3];
       for (int v = 0; v < NV; ++v) {
         const std::uint8_t* bv = bq + v * p.b_vec;
