@@ -159,7 +159,8 @@ const std::vector<Key>& schema() {
        "(L-2) | zo-feat-cls2 (L-1); method.name full_bp / full_zo fix C at 0 / L"},
       {"method.bp_activations", Type::kEnum, ZT_ENUM(method.bp_activations), {},
        names_of<BpActivations>(),
-       "activations the backprop part uses: minus (theta-eps*z pass) | average (both passes)"},
+       "activations the backprop part uses: minus (theta-eps*z pass) | average (both passes); "
+       "FP32 only (int8: minus)"},
       {"optimizer.name", Type::kEnum, ZT_ENUM(optimizer.name), {}, names_of<OptimizerKind>(),
        "optimizer of the backprop part"},
       {"optimizer.lr", Type::kNumber, ZT_FIELD(optimizer.lr), at_least(0), {},
@@ -875,6 +876,8 @@ const InertRule kInertRules[] = {
     {"method.partition", false, one_part, "full_bp and full_zo fix C (at 0 and L)"},
     {"method.bp_activations", false, one_part,
      "it chooses what backprop uses after a ZO step, so it needs both parts (elastic_zo)"},
+    {"method.bp_activations", false, int8,
+     "the int8 backprop tail always starts from the last forward pass, the minus pass"},
 };
 
 // Only keys given a value other than their default count (a written-out config.json gives every

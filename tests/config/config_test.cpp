@@ -399,6 +399,17 @@ TEST(ConfigTest, Int8DeadZoneAppliesToTheFloatSign) {
   }
 }
 
+TEST(ConfigTest, BpActivationsIsInertOnInt8) {
+  const std::string elastic = R"({"method": {"name": "elastic_zo", "partition": 3}})";
+  EXPECT_TRUE(parse_config(elastic, "t", {"method.bp_activations=average"}).warnings.empty());
+  const ExperimentConfig w =
+      parse_config(elastic, "t", {"method.bp_activations=average", "model.precision=int8"});
+  ASSERT_EQ(w.warnings.size(), 1u);
+  EXPECT_NE(w.warnings[0].find("method.bp_activations has no effect here: the int8 backprop"),
+            std::string::npos)
+      << w.warnings[0];
+}
+
 TEST(ConfigTest, PmtPresetIsLayerwiseRademacher) {
   const ExperimentConfig c = parse_config("{}", "t", {"zo.preset=pmt"});
   EXPECT_EQ(c.zo.estimator, "layerwise");
