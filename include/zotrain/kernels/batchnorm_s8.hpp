@@ -4,11 +4,15 @@
 // fixed-point reciprocal), before the usual per-tensor requantisation. No affine γ, β (an int8
 // network has no biases either). Backward is the exact BatchNorm gradient of the standardised
 // output, rounded like every other error. Integer-only: compiled with -mgeneral-regs-only in
-// the aarch64 check build. One plain path: these passes are a few per cent of the products.
+// the aarch64 check build. One plain path, its per-element steps inline (an int8 PointNet Full
+// BP epoch spends about half its time here: docs/results/paper/pointnet-cls1-200.md).
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+
+#include "zotrain/kernels/quant.hpp"
 
 namespace zt::kernels {
 
@@ -61,15 +65,44 @@ void batchnorm_backward_s8(std::size_t rows, int C, const std::int8_t* xhat, int
 // (train/int8_trainer.cpp): (1) Σe and Σe·x̂ per channel over every row into sums [2C];
 // (2) dy() of every element, for the largest magnitude; (3) error(dy(), shift(largest)) of
 // every element. Same bits as batchnorm_backward_s8.
+namespace bn_detail {
+constexpr std::uint64_t magnitude64(std::int64_t x) {
+  return x < 0 ? 0u - static_cast<std::uint64_t>(x) : static_cast<std::uint64_t>(x);
+}
+constexpr int bitlen64(std::uint64_t m) { return m == 0 ? 0 : 64 - std::countl_zero(m); }
+// RoundShift of an int64 (magnitude, ties away from zero, sign put back), s ≥ 0.
+constexpr std::int64_t round_shift64(std::int64_t x, int s) {
+  if (s <= 0) return x;
+  const std::uint64_t m = (magnitude64(x) + (std::uint64_t{1} << (s - 1))) >> s;
+  return x < 0 ? -static_cast<std::int64_t>(m) : static_cast<std::int64_t>(m);
+}
+}  // namespace bn_detail
+
 class BatchNormBackward {
  public:
   BatchNormBackward(std::size_t rows, int C, int xhat_exp, const ChannelNorm* norm,
                     const std::int64_t* sums);
-  // The unrequantised error of y at one element of channel c.
-  std::int64_t dy(std::int8_t e, std::int8_t xhat, int c) const;
-  static std::uint64_t magnitude(std::int64_t dy);
-  static int shift(std::uint64_t largest);              // the tensor's requantisation shift
-  static std::int8_t error(std::int64_t dy, int shift);  // RoundShift, clamped to int8
+  // The unrequantised error of y at one element of channel c. Scaled by rows · 2^(−2 xhat_exp)
+  // · σ (common to every element, so dropped):
+  //   T = (rows · e − Σe) · 2^k − x̂ · Σ(e · x̂),  k = −2 · xhat_exp,
+  // then dy = T · rb with rb ∝ 1/σ, at most 2^12 (the channels' reciprocals share one shift).
+  std::int64_t dy(std::int8_t e, std::int8_t xhat, int c) const {
+    const std::int64_t u = rows_ * e - sums_[c];
+    const std::int64_t v = static_cast<std::int64_t>(xhat) * sums_[C_ + c];
+    const std::int64_t t =
+        k_ >= 0 ? u * (std::int64_t{1} << k_) - v : u - v * (std::int64_t{1} << -k_);
+    return t * bn_detail::round_shift64(norm_[c].recip, rs_);
+  }
+  static std::uint64_t magnitude(std::int64_t dy) { return bn_detail::magnitude64(dy); }
+  // The tensor's requantisation shift.
+  static int shift(std::uint64_t largest) {
+    const int bl = bn_detail::bitlen64(largest);
+    return bl > kInt8Bits ? bl - kInt8Bits : 0;
+  }
+  // RoundShift, clamped to int8.
+  static std::int8_t error(std::int64_t dy, int shift) {
+    return clamp_s8(bn_detail::round_shift64(dy, shift));
+  }
 
  private:
   std::int64_t rows_;

@@ -9,17 +9,9 @@
 namespace zt::kernels {
 namespace {
 
-constexpr std::uint64_t magnitude64(std::int64_t x) {
-  return x < 0 ? 0u - static_cast<std::uint64_t>(x) : static_cast<std::uint64_t>(x);
-}
-constexpr int bitlen64(std::uint64_t m) { return m == 0 ? 0 : 64 - std::countl_zero(m); }
-
-// RoundShift of an int64 (magnitude, ties away from zero, sign put back), s ≥ 0.
-constexpr std::int64_t round_shift64(std::int64_t x, int s) {
-  if (s <= 0) return x;
-  const std::uint64_t m = (magnitude64(x) + (std::uint64_t{1} << (s - 1))) >> s;
-  return x < 0 ? -static_cast<std::int64_t>(m) : static_cast<std::int64_t>(m);
-}
+using bn_detail::bitlen64;
+using bn_detail::magnitude64;
+using bn_detail::round_shift64;
 
 // Rounded quotient (ties away from zero) of x by d > 0.
 constexpr std::int64_t round_div(std::int64_t x, std::int64_t d) {
@@ -125,27 +117,6 @@ BatchNormBackward::BatchNormBackward(std::size_t rows, int C, int xhat_exp,
   std::uint64_t rmax = 0;
   for (int c = 0; c < C; ++c) rmax = magnitude64(norm[c].recip) > rmax ? magnitude64(norm[c].recip) : rmax;
   rs_ = bitlen64(rmax) > 12 ? bitlen64(rmax) - 12 : 0;
-}
-
-// Scaled by rows · 2^(−2 xhat_exp) · σ (common to every element, so dropped):
-//   T = (rows · e − Σe) · 2^k − x̂ · Σ(e · x̂),  k = −2 · xhat_exp,
-// then dy = T · rb with rb ∝ 1/σ, at most 2^12 (the channels' reciprocals share one shift).
-std::int64_t BatchNormBackward::dy(std::int8_t e, std::int8_t xhat, int c) const {
-  const std::int64_t u = rows_ * e - sums_[c];
-  const std::int64_t v = static_cast<std::int64_t>(xhat) * sums_[C_ + c];
-  const std::int64_t t = k_ >= 0 ? u * (std::int64_t{1} << k_) - v : u - v * (std::int64_t{1} << -k_);
-  return t * round_shift64(norm_[c].recip, rs_);
-}
-
-std::uint64_t BatchNormBackward::magnitude(std::int64_t dy) { return magnitude64(dy); }
-
-int BatchNormBackward::shift(std::uint64_t largest) {
-  const int bl = bitlen64(largest);
-  return bl > kInt8Bits ? bl - kInt8Bits : 0;
-}
-
-std::int8_t BatchNormBackward::error(std::int64_t dy, int shift) {
-  return clamp_s8(round_shift64(dy, shift));
 }
 
 void batchnorm_backward_s8(std::size_t rows, int C, const std::int8_t* xhat, int xhat_exp,
