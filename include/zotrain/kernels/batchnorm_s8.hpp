@@ -61,10 +61,7 @@ void batchnorm_forward_s32(std::size_t rows, int C, std::int32_t* acc, ChannelNo
 void batchnorm_backward_s8(std::size_t rows, int C, const std::int8_t* xhat, int xhat_exp,
                            std::int8_t* e, const ChannelNorm* norm, std::int64_t* sums);
 
-// The same backward in pieces, for a tensor that is streamed in chunks of rows and never whole
-// (train/int8_trainer.cpp): (1) Σe and Σe·x̂ per channel over every row into sums [2C];
-// (2) dy() of every element, for the largest magnitude; (3) error(dy(), shift(largest)) of
-// every element. Same bits as batchnorm_backward_s8.
+// int64 helpers of the backward below, shared with src/kernels/batchnorm_s8/batchnorm_s8.cpp.
 namespace bn_detail {
 constexpr std::uint64_t magnitude64(std::int64_t x) {
   return x < 0 ? 0u - static_cast<std::uint64_t>(x) : static_cast<std::uint64_t>(x);
@@ -78,6 +75,10 @@ constexpr std::int64_t round_shift64(std::int64_t x, int s) {
 }
 }  // namespace bn_detail
 
+// The same backward in pieces, for a tensor that is streamed in chunks of rows and never whole
+// (train/int8_trainer.cpp): (1) Σe and Σe·x̂ per channel over every row into sums [2C];
+// (2) dy() of every element, for the largest magnitude; (3) error(dy(), shift(largest)) of
+// every element. Same bits as batchnorm_backward_s8.
 class BatchNormBackward {
  public:
   BatchNormBackward(std::size_t rows, int C, int xhat_exp, const ChannelNorm* norm,
