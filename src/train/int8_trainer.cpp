@@ -118,6 +118,21 @@ void Int8Trainer::forward(int n, int from) {
   last_exp_ = ex;
 }
 
+namespace {
+// y = clamp_s8(round_shift(x, shift)) elementwise, branch-free (the sign as a mask) so that it
+// vectorises: the streamed point layers requantise every chunk with the tensor's one shift.
+void round_shift_s8(const std::int32_t* x, std::size_t n, int shift, std::int8_t* y) {
+  const std::uint64_t half = shift > 0 ? std::uint64_t{1} << (shift - 1) : 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t v = x[i];
+    const std::int64_t neg = v >> 63;
+    std::int64_t m = static_cast<std::int64_t>((static_cast<std::uint64_t>((v ^ neg) - neg) + half) >> shift);
+    m = m < kernels::kInt8Max ? m : kernels::kInt8Max;
+    y[i] = static_cast<std::int8_t>((m ^ neg) - neg);
+  }
+}
+}  // namespace
+
 int Int8Trainer::forward_tail(int n, int ex) {
   const int tail = plan_.tail;
   const nn::Int8Layer& l = net_.layer(tail);
@@ -135,24 +150,29 @@ int Int8Trainer::forward_tail(int n, int ex) {
     ZT_CHECK_MSG(kernels::batchnorm_sums_fit(rows, static_cast<int>(K)),
                  "int8 BatchNorm: batch × points too large for its int64 sums");
     std::fill(sums, sums + 2 * C, std::int64_t{0});
+    std::fill(ext, ext + C, INT32_MAX);
+    std::fill(ext + C, ext + 2 * C, INT32_MIN);
   }
   for (std::size_t r0 = 0; r0 < rows; r0 += plan_.tail_rows) {
     const std::size_t nr = std::min(plan_.tail_rows, rows - r0);
     net_.point_product(tail, nr, input_rows(tail, r0, nr), acc);
-    if (l.norm) kernels::batchnorm_accumulate(nr, static_cast<int>(C), acc, sums, sums + C);
-    for (std::size_t r = r0; r < r0 + nr; ++r) {
+    if (l.norm) {
+      kernels::batchnorm_accumulate(nr, static_cast<int>(C), acc, sums, sums + C);
+      kernels::batchnorm_extremes(nr, static_cast<int>(C), acc, ext, ext + C);
+    }
+    for (std::size_t r = r0; r < r0 + nr; ++r) {  // the pool of y (of x̂ below) per sample
       const std::int32_t* a = acc + (r - r0) * C;
       std::int32_t* m = mx + (r / N) * C;
-      const bool first = r % N == 0;
-      for (std::size_t c = 0; c < C; ++c) {
-        const std::uint32_t mag = kernels::magnitude(a[c]);
-        maxabs = mag > maxabs ? mag : maxabs;
-        m[c] = first || a[c] > m[c] ? a[c] : m[c];
-        if (l.norm) {
-          ext[c] = r == 0 || a[c] < ext[c] ? a[c] : ext[c];
-          ext[C + c] = r == 0 || a[c] > ext[C + c] ? a[c] : ext[C + c];
-        }
+      if (r % N == 0) {
+        std::copy(a, a + C, m);
+      } else {
+        for (std::size_t c = 0; c < C; ++c) m[c] = a[c] > m[c] ? a[c] : m[c];
       }
+      if (!l.norm)
+        for (std::size_t c = 0; c < C; ++c) {
+          const std::uint32_t mag = kernels::magnitude(a[c]);
+          maxabs = mag > maxabs ? mag : maxabs;
+        }
     }
   }
   int base = ex + l.exponent;
@@ -175,10 +195,8 @@ int Int8Trainer::forward_tail(int n, int ex) {
   const int b = kernels::bitlen(maxabs);
   const int shift = b > kernels::kInt8Bits ? b - kernels::kInt8Bits : 0;
   std::int8_t* pooled = act(tail + 2);
-  for (std::size_t i = 0; i < static_cast<std::size_t>(n) * C; ++i) {
-    const std::int8_t v = kernels::clamp_s8(kernels::round_shift(mx[i], shift));
-    pooled[i] = v > 0 ? v : 0;
-  }
+  round_shift_s8(mx, static_cast<std::size_t>(n) * C, shift, pooled);
+  for (std::size_t i = 0; i < static_cast<std::size_t>(n) * C; ++i) pooled[i] = pooled[i] > 0 ? pooled[i] : 0;
   if (l.norm) l.norm_exp = base + shift;
   tail_shift_ = shift;
   return base + shift;
@@ -243,7 +261,7 @@ void Int8Trainer::point_rows(int i, std::size_t r0, std::size_t nr, int shift,
   const std::size_t C = static_cast<std::size_t>(l.out.dims.at(1));
   net_.point_product(i, nr, input_rows(i, r0, nr), prod);
   if (l.norm) kernels::batchnorm_apply_rows(nr, static_cast<int>(C), prod, l.norm_state.data());
-  for (std::size_t k = 0; k < nr * C; ++k) out[k] = kernels::clamp_s8(kernels::round_shift(prod[k], shift));
+  round_shift_s8(prod, nr * C, shift, out);
 }
 
 // The weight gradient of a streamed product is summed over its chunks in int64 (a chunk's int32
@@ -269,10 +287,10 @@ void Int8Trainer::backward_tail(const std::int8_t* e_pool, std::int8_t* e_in, in
   // until found. Where the pooled value is 0, ReLU's backward zeroes the error at any point.
   std::int32_t* first = plan_.tail_max();
   std::fill(first, first + static_cast<std::size_t>(n_) * C, -1);
-  // The error of the product's output at (r, c): the pool's error at its point, through ReLU.
-  auto err_at = [&](std::size_t r, std::size_t c) -> std::int8_t {
-    const std::size_t bc = (r / N) * C + c;
-    return first[bc] == static_cast<std::int32_t>(r % N) ? e_pool[bc] : std::int8_t{0};
+  // The error of the product's output at row r = (sample, point), channel c: the pool's error
+  // at its point, through ReLU. bc0 = sample · C, pt = point.
+  auto err_at = [&](std::size_t bc0, std::int32_t pt, std::size_t c) -> std::int8_t {
+    return first[bc0 + c] == pt ? e_pool[bc0 + c] : std::int8_t{0};
   };
   // Pass 1: find the points; with BatchNorm also the largest |dy| for the requantisation.
   std::optional<kernels::BatchNormBackward> bn;
@@ -290,27 +308,33 @@ void Int8Trainer::backward_tail(const std::int8_t* e_pool, std::int8_t* e_in, in
   for (std::size_t r0 = 0; r0 < rows; r0 += plan_.tail_rows) {
     const std::size_t nr = std::min(plan_.tail_rows, rows - r0);
     point_rows(tail, r0, nr, tail_shift_, plan_.tail_chunk_product(), y);
-    for (std::size_t r = r0; r < r0 + nr; ++r)
+    for (std::size_t r = r0; r < r0 + nr; ++r) {
+      const std::size_t bc0 = (r / N) * C;
+      const auto pt = static_cast<std::int32_t>(r % N);
+      const std::int8_t* yr = y + (r - r0) * C;
       for (std::size_t c = 0; c < C; ++c) {
-        const std::size_t bc = (r / N) * C + c;
-        const std::int8_t v = y[(r - r0) * C + c];
-        if (first[bc] < 0 && pooled[bc] > 0 && v == pooled[bc]) first[bc] = static_cast<std::int32_t>(r % N);
-        if (bn) {
-          const std::uint64_t m = kernels::BatchNormBackward::magnitude(bn->dy(err_at(r, c), v, static_cast<int>(c)));
-          largest = m > largest ? m : largest;
-        }
+        const std::size_t bc = bc0 + c;
+        if (first[bc] < 0 && pooled[bc] > 0 && yr[c] == pooled[bc]) first[bc] = pt;
       }
+      if (bn) {  // the row's error of x̂ into e's row (free until pass 2), then its largest |dy|
+        for (std::size_t c = 0; c < C; ++c) e[c] = err_at(bc0, pt, c);
+        const std::uint64_t m = bn->row_largest(e, yr);
+        largest = m > largest ? m : largest;
+      }
+    }
   }
   const int s = kernels::BatchNormBackward::shift(largest);
   // Rows [r0, r0 + nr) of the error of the product into e (with BatchNorm x̂ is formed again).
   auto chunk_error = [&](std::size_t r0, std::size_t nr) {
     if (bn) point_rows(tail, r0, nr, tail_shift_, plan_.tail_chunk_product(), y);
-    for (std::size_t r = r0; r < r0 + nr; ++r)
-      for (std::size_t c = 0; c < C; ++c) {
-        const std::size_t i = (r - r0) * C + c;
-        e[i] = bn ? kernels::BatchNormBackward::error(bn->dy(err_at(r, c), y[i], static_cast<int>(c)), s)
-                  : err_at(r, c);
-      }
+    for (std::size_t r = r0; r < r0 + nr; ++r) {
+      const std::size_t bc0 = (r / N) * C;
+      const auto pt = static_cast<std::int32_t>(r % N);
+      std::int8_t* er = e + (r - r0) * C;
+      const std::int8_t* yr = y + (r - r0) * C;
+      for (std::size_t c = 0; c < C; ++c) er[c] = err_at(bc0, pt, c);
+      if (bn) bn->row_errors(er, yr, s, er);
+    }
   };
   // Pass 2: each chunk's error of the product, its input error rows and weight gradient. The
   // input error is kept whole in int32, or (deep) only its largest magnitude is.

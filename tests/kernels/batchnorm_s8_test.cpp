@@ -134,6 +134,54 @@ TEST(BatchNormS8, BackwardIsTheBatchNormGradient) {
   EXPECT_LE(got_max, 127);
 }
 
+// BatchNormBackward folds rb, rows, 2^k and the sums into three coefficients per channel; dy
+// must be the documented T · rb = ((rows · e − Σe) · 2^k − x̂ · Σ(e · x̂)) · rb exactly, for x̂
+// exponents on both sides of k = 0 (the 2^k moves onto the x̂ term when k < 0), and the row
+// helpers must agree with dy, magnitude and error element by element.
+TEST(BatchNormS8, BackwardCoefficientsAreTheFormula) {
+  constexpr std::size_t kRows = 1000;
+  constexpr int kC = 5;
+  SplitMix64 rng(23);
+  std::vector<ChannelNorm> n(kC);
+  std::vector<std::int64_t> sums(2 * kC);
+  std::uint64_t rmax = 0;
+  for (int c = 0; c < kC; ++c) {
+    n[c].recip = static_cast<std::int64_t>(rng.below(1u << 20)) + 1;
+    rmax = std::max<std::uint64_t>(rmax, static_cast<std::uint64_t>(n[c].recip));
+    sums[c] = static_cast<std::int64_t>(rng.below(200001)) - 100000;
+    sums[kC + c] = static_cast<std::int64_t>(rng.below(20000001)) - 10000000;
+  }
+  int rs = 0;
+  while ((rmax >> rs) >= (1u << 12)) ++rs;  // rb at most 2^12, as documented
+  for (int xexp : {-9, -8, -4, 0, 2, 4}) {
+    const int k = -2 * xexp;
+    const BatchNormBackward g(kRows, kC, xexp, n.data(), sums.data());
+    std::vector<std::int8_t> e(kC), xh(kC), out(kC);
+    for (int trial = 0; trial < 200; ++trial) {
+      std::uint64_t want_max = 0;
+      for (int c = 0; c < kC; ++c) {
+        e[c] = static_cast<std::int8_t>(static_cast<int>(rng.below(255)) - 127);
+        xh[c] = static_cast<std::int8_t>(static_cast<int>(rng.below(255)) - 127);
+        const std::int64_t u = static_cast<std::int64_t>(kRows) * e[c] - sums[c];
+        const std::int64_t v = static_cast<std::int64_t>(xh[c]) * sums[kC + c];
+        const std::int64_t t = k >= 0 ? u * (std::int64_t{1} << k) - v : u - v * (std::int64_t{1} << -k);
+        const std::int64_t r = n[c].recip;  // positive, as batchnorm_finish makes it
+        const std::int64_t want = t * (rs == 0 ? r : (r + (std::int64_t{1} << (rs - 1))) >> rs);
+        ASSERT_EQ(g.dy(e[c], xh[c], c), want) << "x̂ exponent " << xexp << " channel " << c;
+        want_max = std::max(want_max, BatchNormBackward::magnitude(want));
+      }
+      ASSERT_EQ(g.row_largest(e.data(), xh.data()), want_max);
+      // The tensor's shift, and smaller ones (down to none) whose results saturate at ±127.
+      const int fit = BatchNormBackward::shift(want_max);
+      for (int shift : {fit, fit / 2, 0}) {
+        g.row_errors(e.data(), xh.data(), shift, out.data());
+        for (int c = 0; c < kC; ++c)
+          ASSERT_EQ(out[c], BatchNormBackward::error(g.dy(e[c], xh[c], c), shift)) << c << " shift " << shift;
+      }
+    }
+  }
+}
+
 TEST(BatchNormS8, SumsFitCheck) {
   EXPECT_TRUE(batchnorm_sums_fit(256 * 1024, 128));
   EXPECT_FALSE(batchnorm_sums_fit(std::size_t{1} << 30, 1024));

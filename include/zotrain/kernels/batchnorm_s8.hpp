@@ -4,13 +4,14 @@
 // fixed-point reciprocal), before the usual per-tensor requantisation. No affine γ, β (an int8
 // network has no biases either). Backward is the exact BatchNorm gradient of the standardised
 // output, rounded like every other error. Integer-only: compiled with -mgeneral-regs-only in
-// the aarch64 check build. One plain path, its per-element steps inline (an int8 PointNet Full
-// BP epoch spends about half its time here: docs/results/paper/pointnet-cls1-200.md).
+// the aarch64 check build. One portable path: the backward's per-element steps are inline and
+// branch-free so that they vectorise where the ISA allows (docs/results/paper/pointnet-cls1-200.md).
 #pragma once
 
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "zotrain/kernels/quant.hpp"
 
@@ -87,12 +88,36 @@ class BatchNormBackward {
   // · σ (common to every element, so dropped):
   //   T = (rows · e − Σe) · 2^k − x̂ · Σ(e · x̂),  k = −2 · xhat_exp,
   // then dy = T · rb with rb ∝ 1/σ, at most 2^12 (the channels' reciprocals share one shift).
+  // T · rb is affine in (e, x̂) per channel, so the constructor folds rb, rows, 2^k and the sums
+  // into three int64 coefficients and dy is two products and two sums (exact, the same bits).
   std::int64_t dy(std::int8_t e, std::int8_t xhat, int c) const {
-    const std::int64_t u = rows_ * e - sums_[c];
-    const std::int64_t v = static_cast<std::int64_t>(xhat) * sums_[C_ + c];
-    const std::int64_t t =
-        k_ >= 0 ? u * (std::int64_t{1} << k_) - v : u - v * (std::int64_t{1} << -k_);
-    return t * bn_detail::round_shift64(norm_[c].recip, rs_);
+    const auto i = static_cast<std::size_t>(c);
+    const std::int64_t* a = coef_.data();
+    return a[i] * e + a[C_ + i] * xhat + a[2 * C_ + i];
+  }
+  // One row of the C channels: the largest |dy|, and every error(dy, shift) into out (which may
+  // be e). Branch-free (the sign as a mask), so the compiler can vectorise them where the ISA
+  // has 64-bit lanes.
+  std::uint64_t row_largest(const std::int8_t* e, const std::int8_t* xhat) const {
+    const std::int64_t *a = coef_.data(), *b = a + C_, *g = b + C_;
+    std::uint64_t mx = 0;
+    for (std::size_t c = 0; c < C_; ++c) {
+      const std::uint64_t m = bn_detail::magnitude64(a[c] * e[c] + b[c] * xhat[c] + g[c]);
+      mx = m > mx ? m : mx;
+    }
+    return mx;
+  }
+  void row_errors(const std::int8_t* e, const std::int8_t* xhat, int shift, std::int8_t* out) const {
+    const std::int64_t *a = coef_.data(), *b = a + C_, *g = b + C_;
+    const std::uint64_t half = shift > 0 ? std::uint64_t{1} << (shift - 1) : 0;
+    for (std::size_t c = 0; c < C_; ++c) {
+      const std::int64_t d = a[c] * e[c] + b[c] * xhat[c] + g[c];
+      const std::int64_t neg = d >> 63;  // 0 or −1
+      std::int64_t m = static_cast<std::int64_t>(
+          (static_cast<std::uint64_t>((d ^ neg) - neg) + half) >> shift);
+      m = m < kInt8Max ? m : kInt8Max;
+      out[c] = static_cast<std::int8_t>((m ^ neg) - neg);
+    }
   }
   static std::uint64_t magnitude(std::int64_t dy) { return bn_detail::magnitude64(dy); }
   // The tensor's requantisation shift.
@@ -106,10 +131,8 @@ class BatchNormBackward {
   }
 
  private:
-  std::int64_t rows_;
-  int C_, k_, rs_;
-  const ChannelNorm* norm_;
-  const std::int64_t* sums_;
+  std::size_t C_;
+  std::vector<std::int64_t> coef_;  // [3C]: the factors of e, the factors of x̂, the constants
 };
 
 }  // namespace zt::kernels

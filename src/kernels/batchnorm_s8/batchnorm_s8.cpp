@@ -91,10 +91,19 @@ void batchnorm_forward_s32(std::size_t rows, int C, std::int32_t* acc, ChannelNo
   batchnorm_apply_rows(rows, C, acc, norm);
 }
 
+// batchnorm_apply on every element, branch-free (the sign as a mask) so that it vectorises.
 void batchnorm_apply_rows(std::size_t rows, int C, std::int32_t* acc, const ChannelNorm* norm) {
+  constexpr std::uint64_t kHalf = std::uint64_t{1} << (kNormRecipBits - 1);
   for (std::size_t r = 0; r < rows; ++r) {
     std::int32_t* row = acc + r * static_cast<std::size_t>(C);
-    for (int c = 0; c < C; ++c) row[c] = batchnorm_apply(row[c], norm[c]);
+    for (int c = 0; c < C; ++c) {
+      const std::int64_t v = (static_cast<std::int64_t>(row[c]) - norm[c].mean) * norm[c].recip;
+      const std::int64_t neg = v >> 63;
+      std::int64_t m = static_cast<std::int64_t>(
+          (static_cast<std::uint64_t>((v ^ neg) - neg) + kHalf) >> kNormRecipBits);
+      m = m < kInt32Max ? m : kInt32Max;
+      row[c] = static_cast<std::int32_t>((m ^ neg) - neg);
+    }
   }
 }
 
@@ -111,12 +120,25 @@ void batchnorm_extremes(std::size_t rows, int C, const std::int32_t* y, std::int
 
 BatchNormBackward::BatchNormBackward(std::size_t rows, int C, int xhat_exp,
                                      const ChannelNorm* norm, const std::int64_t* sums)
-    : rows_(static_cast<std::int64_t>(rows)), C_(C), k_(-2 * xhat_exp), norm_(norm), sums_(sums) {
+    : C_(static_cast<std::size_t>(C)), coef_(3 * C_) {
   ZT_CHECK(rows > 0);
-  ZT_CHECK_MSG(k_ >= -8 && k_ <= 2 * (kNormFracBits + 1), "batchnorm_backward_s8: x̂ exponent out of range");
+  const int k = -2 * xhat_exp;
+  ZT_CHECK_MSG(k >= -8 && k <= 2 * (kNormFracBits + 1), "batchnorm_backward_s8: x̂ exponent out of range");
   std::uint64_t rmax = 0;
   for (int c = 0; c < C; ++c) rmax = magnitude64(norm[c].recip) > rmax ? magnitude64(norm[c].recip) : rmax;
-  rs_ = bitlen64(rmax) > 12 ? bitlen64(rmax) - 12 : 0;
+  const int rs = bitlen64(rmax) > 12 ? bitlen64(rmax) - 12 : 0;
+  // T · rb = rb·rows·2^k · e − rb·Σ(e·x̂) · x̂ − rb·Σe·2^k (k ≥ 0), with 2^k moved onto the x̂ term
+  // for k < 0 (T = u − v · 2^(−k)).
+  const std::int64_t up = std::int64_t{1} << (k >= 0 ? k : 0);
+  const std::int64_t down = std::int64_t{1} << (k >= 0 ? 0 : -k);
+  const auto n = static_cast<std::int64_t>(rows);
+  for (int c = 0; c < C; ++c) {
+    const std::int64_t rb = round_shift64(norm[c].recip, rs);
+    const auto i = static_cast<std::size_t>(c);
+    coef_[i] = rb * n * up;
+    coef_[C_ + i] = -rb * sums[C + c] * down;
+    coef_[2 * C_ + i] = -rb * sums[c] * up;
+  }
 }
 
 void batchnorm_backward_s8(std::size_t rows, int C, const std::int8_t* xhat, int xhat_exp,
@@ -132,23 +154,14 @@ void batchnorm_backward_s8(std::size_t rows, int C, const std::int8_t* xhat, int
     }
   }
   const BatchNormBackward g(rows, C, xhat_exp, norm, sums);
+  const auto n = static_cast<std::size_t>(C);
   std::uint64_t mx = 0;
   for (std::size_t r = 0; r < rows; ++r) {
-    const std::size_t o = r * static_cast<std::size_t>(C);
-    for (int c = 0; c < C; ++c) {
-      const std::size_t i = o + static_cast<std::size_t>(c);
-      const std::uint64_t v = magnitude64(g.dy(e[i], xhat[i], c));
-      mx = v > mx ? v : mx;
-    }
+    const std::uint64_t m = g.row_largest(e + r * n, xhat + r * n);
+    mx = m > mx ? m : mx;
   }
   const int s = BatchNormBackward::shift(mx);
-  for (std::size_t r = 0; r < rows; ++r) {
-    const std::size_t o = r * static_cast<std::size_t>(C);
-    for (int c = 0; c < C; ++c) {
-      const std::size_t i = o + static_cast<std::size_t>(c);
-      e[i] = BatchNormBackward::error(g.dy(e[i], xhat[i], c), s);
-    }
-  }
+  for (std::size_t r = 0; r < rows; ++r) g.row_errors(e + r * n, xhat + r * n, s, e + r * n);
 }
 
 }  // namespace zt::kernels
