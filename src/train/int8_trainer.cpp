@@ -119,17 +119,10 @@ void Int8Trainer::forward(int n, int from) {
 }
 
 namespace {
-// y = clamp_s8(round_shift(x, shift)) elementwise, branch-free (the sign as a mask) so that it
-// vectorises: the streamed point layers requantise every chunk with the tensor's one shift.
+// y = clamp_s8(round_shift(x, shift)) elementwise, in a loop that vectorises: the streamed point
+// layers requantise every chunk with the tensor's one shift.
 void round_shift_s8(const std::int32_t* x, std::size_t n, int shift, std::int8_t* y) {
-  const std::uint64_t half = shift > 0 ? std::uint64_t{1} << (shift - 1) : 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::int64_t v = x[i];
-    const std::int64_t neg = v >> 63;
-    std::int64_t m = static_cast<std::int64_t>((static_cast<std::uint64_t>((v ^ neg) - neg) + half) >> shift);
-    m = m < kernels::kInt8Max ? m : kernels::kInt8Max;
-    y[i] = static_cast<std::int8_t>((m ^ neg) - neg);
-  }
+  for (std::size_t i = 0; i < n; ++i) y[i] = kernels::round_shift_clamp_s8(x[i], shift);
 }
 }  // namespace
 

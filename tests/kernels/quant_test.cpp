@@ -72,6 +72,29 @@ TEST(QuantRounding, RoundShiftSpecVector) {
   EXPECT_EQ(round_shift(INT32_MAX, 24), 128);  // unclamped; callers clamp
 }
 
+// The branch-free form the vectorised loops use is RoundShift then clamp_s8, for every shift an
+// int32 may take and for int64 values past int32's range (the BatchNorm backward's dy).
+TEST(QuantRounding, RoundShiftClampIsRoundShiftThenClamp) {
+  SplitMix64 rng(5);
+  const std::int32_t edges[] = {0, 1, -1, 2, -2, 127, -127, 128, -128, 191, -191, 192, -192,
+                                INT32_MAX, INT32_MIN, INT32_MIN + 1};
+  for (int s = 0; s < 32; ++s) {
+    for (std::int32_t x : edges) ASSERT_EQ(round_shift_clamp_s8(x, s), clamp_s8(round_shift(x, s))) << x << " >> " << s;
+    for (int k = 0; k < 2000; ++k) {
+      const auto x = static_cast<std::int32_t>(static_cast<std::uint32_t>(rng.next()));
+      ASSERT_EQ(round_shift_clamp_s8(x, s), clamp_s8(round_shift(x, s))) << x << " >> " << s;
+    }
+  }
+  for (int s = 0; s < 62; ++s)
+    for (int k = 0; k < 500; ++k) {
+      const auto v = static_cast<std::int64_t>(rng.next()) >> 3;  // |v| < 2^60
+      const std::uint64_t m = v < 0 ? 0u - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
+      const std::uint64_t q = s == 0 ? m : (m + (std::uint64_t{1} << (s - 1))) >> s;
+      const std::int64_t want = q > 127 ? 127 : static_cast<std::int64_t>(q);
+      ASSERT_EQ(round_shift_clamp_s8(v, s), v < 0 ? -want : want) << v << " >> " << s;
+    }
+}
+
 TEST(QuantRounding, PstoShiftSpecVectors) {
   const int s1[4] = {0, 1, 1, 2};
   const int s2[8] = {0, 0, 1, 0, 1, 1, 2, 1};

@@ -96,8 +96,7 @@ class BatchNormBackward {
     return a[i] * e + a[C_ + i] * xhat + a[2 * C_ + i];
   }
   // One row of the C channels: the largest |dy|, and every error(dy, shift) into out (which may
-  // be e). Branch-free (the sign as a mask), so the compiler can vectorise them where the ISA
-  // has 64-bit lanes.
+  // be e). Branch-free, so the compiler can vectorise them where the ISA has 64-bit lanes.
   std::uint64_t row_largest(const std::int8_t* e, const std::int8_t* xhat) const {
     const std::int64_t *a = coef_.data(), *b = a + C_, *g = b + C_;
     std::uint64_t mx = 0;
@@ -109,15 +108,8 @@ class BatchNormBackward {
   }
   void row_errors(const std::int8_t* e, const std::int8_t* xhat, int shift, std::int8_t* out) const {
     const std::int64_t *a = coef_.data(), *b = a + C_, *g = b + C_;
-    const std::uint64_t half = shift > 0 ? std::uint64_t{1} << (shift - 1) : 0;
-    for (std::size_t c = 0; c < C_; ++c) {
-      const std::int64_t d = a[c] * e[c] + b[c] * xhat[c] + g[c];
-      const std::int64_t neg = d >> 63;  // 0 or −1
-      std::int64_t m = static_cast<std::int64_t>(
-          (static_cast<std::uint64_t>((d ^ neg) - neg) + half) >> shift);
-      m = m < kInt8Max ? m : kInt8Max;
-      out[c] = static_cast<std::int8_t>((m ^ neg) - neg);
-    }
+    for (std::size_t c = 0; c < C_; ++c)
+      out[c] = round_shift_clamp_s8(a[c] * e[c] + b[c] * xhat[c] + g[c], shift);
   }
   static std::uint64_t magnitude(std::int64_t dy) { return bn_detail::magnitude64(dy); }
   // The tensor's requantisation shift.

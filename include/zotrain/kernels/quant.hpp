@@ -41,6 +41,16 @@ constexpr std::int32_t round_shift(std::int32_t x, int s) {
   return with_sign(x, static_cast<std::uint32_t>((m + (std::uint64_t{1} << (s - 1))) >> s));
 }
 
+// clamp_s8(RoundShift(v, s)) for |v| < 2^62, 0 ≤ s < 63, without a branch: the sign as a mask
+// (0 or −1), so that loops over it vectorise.
+constexpr std::int8_t round_shift_clamp_s8(std::int64_t v, int s) {
+  const std::int64_t neg = v >> 63;
+  const std::uint64_t half = s > 0 ? std::uint64_t{1} << (s - 1) : 0;
+  std::int64_t m = static_cast<std::int64_t>((static_cast<std::uint64_t>((v ^ neg) - neg) + half) >> s);
+  m = m < kInt8Max ? m : kInt8Max;
+  return static_cast<std::int8_t>((m ^ neg) - neg);
+}
+
 constexpr std::int32_t psto_shift(std::int32_t x, int s) {
   if (s <= 0) return x;
   const std::uint32_t m = magnitude(x);

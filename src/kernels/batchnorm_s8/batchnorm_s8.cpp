@@ -75,11 +75,21 @@ void batchnorm_finish(std::size_t rows, int C, const std::int64_t* s1, const std
   }
 }
 
-std::int32_t batchnorm_apply(std::int32_t y, const ChannelNorm& n) {
-  const std::int64_t v = round_shift64((static_cast<std::int64_t>(y) - n.mean) * n.recip,
-                                       kNormRecipBits);
-  return static_cast<std::int32_t>(v > kInt32Max ? kInt32Max : (v < -kInt32Max ? -kInt32Max : v));
+namespace {
+// x̂ · 2^F of one element, RoundShift without a branch (the sign as a mask), so that the loop in
+// batchnorm_apply_rows vectorises.
+inline std::int32_t apply_one(std::int32_t y, std::int64_t mean, std::int64_t recip) {
+  constexpr std::uint64_t kHalf = std::uint64_t{1} << (kNormRecipBits - 1);
+  const std::int64_t v = (static_cast<std::int64_t>(y) - mean) * recip;
+  const std::int64_t neg = v >> 63;
+  std::int64_t m = static_cast<std::int64_t>(
+      (static_cast<std::uint64_t>((v ^ neg) - neg) + kHalf) >> kNormRecipBits);
+  m = m < kInt32Max ? m : kInt32Max;
+  return static_cast<std::int32_t>((m ^ neg) - neg);
 }
+}  // namespace
+
+std::int32_t batchnorm_apply(std::int32_t y, const ChannelNorm& n) { return apply_one(y, n.mean, n.recip); }
 
 void batchnorm_forward_s32(std::size_t rows, int C, std::int32_t* acc, ChannelNorm* norm,
                            std::int64_t* sums) {
@@ -91,19 +101,10 @@ void batchnorm_forward_s32(std::size_t rows, int C, std::int32_t* acc, ChannelNo
   batchnorm_apply_rows(rows, C, acc, norm);
 }
 
-// batchnorm_apply on every element, branch-free (the sign as a mask) so that it vectorises.
 void batchnorm_apply_rows(std::size_t rows, int C, std::int32_t* acc, const ChannelNorm* norm) {
-  constexpr std::uint64_t kHalf = std::uint64_t{1} << (kNormRecipBits - 1);
   for (std::size_t r = 0; r < rows; ++r) {
     std::int32_t* row = acc + r * static_cast<std::size_t>(C);
-    for (int c = 0; c < C; ++c) {
-      const std::int64_t v = (static_cast<std::int64_t>(row[c]) - norm[c].mean) * norm[c].recip;
-      const std::int64_t neg = v >> 63;
-      std::int64_t m = static_cast<std::int64_t>(
-          (static_cast<std::uint64_t>((v ^ neg) - neg) + kHalf) >> kNormRecipBits);
-      m = m < kInt32Max ? m : kInt32Max;
-      row[c] = static_cast<std::int32_t>((m ^ neg) - neg);
-    }
+    for (int c = 0; c < C; ++c) row[c] = apply_one(row[c], norm[c].mean, norm[c].recip);
   }
 }
 
