@@ -211,9 +211,11 @@ RESULT_KEYS = ["val_accuracy", "best_val_accuracy", "val_loss", "test_accuracy",
                "memory.peak_rss_bytes"]
 
 
-def collect(out, names=None):
+def collect(out, names=None, settings=()):
     """Rows (dicts) for every run of the sweep directory (or the given names): status, labels,
-    the config keys that vary among the runs, and the results."""
+    the config keys that vary among the runs, those under the prefixes in `settings` whether
+    they vary or not (so that rows from separate invocations, merged, still say what ran), and
+    the results."""
     out = os.path.abspath(out)
     if names is None:
         names = sorted(os.path.splitext(f)[0] for f in os.listdir(os.path.join(out, "jobs"))
@@ -223,7 +225,8 @@ def collect(out, names=None):
     all_keys = sorted({k for c in flat_cfgs for k in c})
     varying = [k for k in all_keys
                if k not in ("name", "output.dir")
-               and len({json.dumps(c.get(k)) for c in flat_cfgs}) > 1]
+               and (len({json.dumps(c.get(k)) for c in flat_cfgs}) > 1
+                    or k.startswith(tuple(settings)))]
     rows = []
     for r, c in zip(recs, flat_cfgs):
         row = {"run": r["name"], "status": r["status"]}

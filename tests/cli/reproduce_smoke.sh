@@ -46,6 +46,15 @@ grep -q '^| Full ZO | [0-9.]* / [0-9.]* (89.80, worst [-+][0-9.]*) |' "${t1}" ||
   fail "table1.md with two seeds: $(cat "${t1}")"
 grep -q "^[0-9]* of 11 LeNet-5 cells reach .* in [0-3] of 3 columns with every method run" "${t1}" ||
   fail "table1.md: no verdict line"
+# One cell narrowed out of those runs (nothing to run): its table1.csv still names the cell's
+# settings, though none varies among its runs, so that table1-merge's rows say what ran.
+"${r}/table1" "${common[@]}" --epochs 1 --set train.max_steps=2 --no-pointnet --variants int8 \
+  --methods cls2 > "${out}.t1n" 2>&1 || fail "table1 narrowed: $(tail -5 "${out}.t1n")"
+grep -q "0 to run" "${out}.t1n" || fail "table1 narrowed reran: $(grep sweep: "${out}.t1n")"
+for k in int8.r_max int8.sign int8.p_zero.0 method.partition train.batch_size; do
+  head -1 "${out}/report/table1.csv" | tr , '\n' | grep -qx "${k}" ||
+    fail "table1.csv of one cell has no ${k} column: $(head -1 "${out}/report/table1.csv")"
+done
 
 "${r}/table2" "${common[@]}" --epochs 1 > "${out}.t2" 2>&1 || fail "table2: $(tail -5 "${out}.t2")"
 t2="${out}/report/table2.md"
