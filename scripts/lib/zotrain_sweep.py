@@ -240,8 +240,8 @@ def collect(out, names=None, settings=()):
         for split in ("test", "val"):
             accs = [x[f"{split}_accuracy"] for x in m if x.get(f"{split}_accuracy") is not None]
             s[f"best_{split}_accuracy"] = max(accs) if accs else None
-        for k in RESULT_KEYS:
-            row[k] = s.get(k)
+        for k in RESULT_KEYS:  # a label of the same name (table1's "method": cls2) is kept
+            row.setdefault(k, s.get(k))
         rows.append(row)
     return rows
 

@@ -55,6 +55,11 @@ for k in int8.r_max int8.sign int8.p_zero.0 method.partition train.batch_size; d
   head -1 "${out}/report/table1.csv" | tr , '\n' | grep -qx "${k}" ||
     fail "table1.csv of one cell has no ${k} column: $(head -1 "${out}/report/table1.csv")"
 done
+/usr/bin/python3 - "${out}/report/table1.csv" <<'EOF' || fail "table1.csv: the method label is lost"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+sys.exit(0 if rows and all(r["method"] == "cls2" and r["int8.r_max"] for r in rows) else 1)
+EOF
 
 "${r}/table2" "${common[@]}" --epochs 1 > "${out}.t2" 2>&1 || fail "table2: $(tail -5 "${out}.t2")"
 t2="${out}/report/table2.md"
