@@ -120,7 +120,7 @@ void Int8Trainer::forward(int n, int from) {
 
 namespace {
 // y = clamp_s8(round_shift(x, shift)) elementwise, in a loop that vectorises: the streamed point
-// layers requantise every chunk with the tensor's one shift.
+// layers requantise every chunk (outputs and input errors) with the tensor's one shift.
 void round_shift_s8(const std::int32_t* x, std::size_t n, int shift, std::int8_t* y) {
   for (std::size_t i = 0; i < n; ++i) y[i] = kernels::round_shift_clamp_s8(x[i], shift);
 }
@@ -355,8 +355,7 @@ void Int8Trainer::backward_tail(const std::int8_t* e_pool, std::int8_t* e_in, in
       const std::size_t nr = std::min(plan_.tail_rows, rows - r0);
       chunk_error(r0, nr);
       net_.point_backward_input(tail, nr, e, acc);
-      for (std::size_t k = 0; k < nr * K; ++k)
-        e_in[r0 * K + k] = kernels::clamp_s8(kernels::round_shift(acc[k], shift));
+      round_shift_s8(acc, nr * K, shift, e_in + r0 * K);
     }
   }
   saturate_grad(total, l.weight_count, grad);
@@ -384,8 +383,7 @@ void Int8Trainer::backward_points_streamed(int i, std::int8_t* e_out, std::int8_
     for (std::size_t r0 = 0; r0 < rows; r0 += step) {
       const std::size_t nr = std::min(step, rows - r0);
       net_.point_backward_input(i, nr, e_out + r0 * C, acc);
-      for (std::size_t k = 0; k < nr * K; ++k)
-        e_in[r0 * K + k] = kernels::clamp_s8(kernels::round_shift(acc[k], shift));
+      round_shift_s8(acc, nr * K, shift, e_in + r0 * K);
     }
   }
   std::int32_t* grad = plan_.grad();
