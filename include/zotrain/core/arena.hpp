@@ -19,9 +19,12 @@ namespace zt {
 void check_fits_in_memory(std::size_t bytes, const std::string& what);
 
 // The element types a buffer may hold.
+// double: per-sample losses kept between the passes of a step (FP32 and int8 node perturbation;
+// the integer-only int8 code only forwards the pointer, it does no arithmetic on it).
 template <class T>
 concept ArenaElement = std::is_same_v<T, float> || std::is_same_v<T, std::int32_t> ||
-                       std::is_same_v<T, std::int8_t> || std::is_same_v<T, std::int64_t>;
+                       std::is_same_v<T, std::int8_t> || std::is_same_v<T, std::int64_t> ||
+                       std::is_same_v<T, double>;
 
 class Arena {
  public:
@@ -52,7 +55,8 @@ class Arena {
     return std::is_same_v<T, float>          ? 0
            : std::is_same_v<T, std::int32_t> ? 1
            : std::is_same_v<T, std::int8_t>  ? 2
-                                             : 3;
+           : std::is_same_v<T, std::int64_t> ? 3
+                                             : 4;
   }
   int reserve_bytes(const std::string& name, std::size_t bytes, int type);
   void* base(int handle, int type) const;
