@@ -18,8 +18,8 @@
 #include "zotrain/data/synthetic_points.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/kernels/isa.hpp"
-#include "zotrain/train/experiment.hpp"
-#include "zotrain/train/evaluate.hpp"
+#include "zotrain/run/experiment.hpp"
+#include "zotrain/run/evaluate.hpp"
 #include "zotrain/train/zo_estimator.hpp"
 
 namespace {
@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
       "The kernel path the trainers use is the fastest available one; ZT_ISA=reference|portable|neon|\n"
       "neon-dot forces another (e.g. ZT_ISA=portable zotrain bench --only steps). Timings under qemu\n"
       "mean nothing; scripts/count-insns.sh counts instructions there instead.");
-  zt::train::EvalRequest eval_req;
+  zt::run::EvalRequest eval_req;
   CLI::App* eval = app.add_subcommand(
       "eval",
       "Evaluate a checkpoint on the test split of its data set (--validation: the data.validation\n"
@@ -195,7 +195,7 @@ int main(int argc, char** argv) {
 
   try {
     if (bench->parsed()) return zt::cli::run_bench(bench_opt);
-    if (eval->parsed()) return zt::train::run_eval(eval_req);
+    if (eval->parsed()) return zt::run::run_eval(eval_req);
     if (!synthetic_dir.empty()) {
       zt::data::write_synthetic_modelnet(synthetic_dir, synth);
       spdlog::info("wrote {} classes x ({} train + {} test) point clouds of {} points to {}",
@@ -209,7 +209,7 @@ int main(int argc, char** argv) {
       throw zt::Error("--config and --resume are exclusive: --resume reads DIR/config.json");
     if (!resume_dir.empty() && !init_from.empty())
       throw zt::Error("--init-from cannot be combined with --resume");
-    zt::train::RunRequest req;
+    zt::run::RunRequest req;
     if (threads > 0) overrides.push_back("train.threads=" + std::to_string(threads));
     if (!resume_dir.empty()) {
       req.cfg = zt::config::load_config(resume_dir + "/config.json", overrides);
@@ -224,11 +224,11 @@ int main(int argc, char** argv) {
     req.overwrite = overwrite;
     req.init_from = init_from;
     req.quiet = quiet;
-    using zt::train::ProgressMode;
+    using zt::run::ProgressMode;
     req.progress = no_progress || quiet       ? ProgressMode::kOff
                    : ::isatty(STDERR_FILENO) ? ProgressMode::kBar
                                              : ProgressMode::kLines;
-    return zt::train::run_experiment(req);
+    return zt::run::run_experiment(req);
   } catch (const zt::Error& e) {
     spdlog::error("{}", e.what());
     return 2;

@@ -10,6 +10,12 @@
 #include <new>
 #include <vector>
 
+// GCC sees these deletes' free() inlined against the news' malloc() and warns of a mismatch;
+// here they are the pair by definition.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
 namespace {
 
 std::atomic<int> g_counting{0};

@@ -1,4 +1,4 @@
-// Fuzz target: the safetensors checkpoint reader (train/checkpoint.hpp) and what --resume,
+// Fuzz target: the safetensors checkpoint reader (run/checkpoint.hpp) and what --resume,
 // --init-from and `zotrain eval` do with what it returns: check the metadata against the run,
 // load the weights into an FP32 and an int8 LeNet-5, restore the run state, parse the stored
 // config. Every input must be used or refused with zt::Error; anything else is a finding.
@@ -16,7 +16,7 @@
 #include "run_state.hpp"
 #include "zotrain/config/config.hpp"
 #include "zotrain/core/error.hpp"
-#include "zotrain/train/checkpoint.hpp"
+#include "zotrain/run/checkpoint.hpp"
 
 namespace {
 
@@ -24,7 +24,7 @@ constexpr std::size_t kMaxZeros = std::size_t{1} << 20;
 
 struct Run {
   zt::config::ExperimentConfig cfg;
-  std::unique_ptr<zt::train::Engine> engine;
+  std::unique_ptr<zt::run::Engine> engine;
 };
 
 Run make_run(const char* precision) {
@@ -35,17 +35,17 @@ Run make_run(const char* precision) {
               "train": {"batch_size": 8, "threads": 1}})",
       "fuzz-run", {});
   r.engine = r.cfg.model.precision == zt::config::Precision::kInt8
-                 ? zt::train::make_int8_engine(r.cfg, 8, 1)
-                 : zt::train::make_fp32_engine(r.cfg, 8, 1);
+                 ? zt::run::make_int8_engine(r.cfg, 8, 1)
+                 : zt::run::make_fp32_engine(r.cfg, 8, 1);
   return r;
 }
 
 void resume_into(Run& r, const std::string& path) {
   try {
-    const zt::train::TensorFile f = zt::train::read_checkpoint(path);
-    zt::train::check_checkpoint(f, path, r.cfg, r.engine->partition());
+    const zt::run::TensorFile f = zt::run::read_checkpoint(path);
+    zt::run::check_checkpoint(f, path, r.cfg, r.engine->partition());
     r.engine->load(f, path);
-    (void)zt::train::restore_run_state(f, path);
+    (void)zt::run::restore_run_state(f, path);
   } catch (const zt::Error&) {
   }
 }
@@ -65,9 +65,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const std::string path =
       zt::fuzz::write_input("checkpoint.safetensors", data, size, zeros);
-  zt::train::TensorFile file;
+  zt::run::TensorFile file;
   try {
-    file = zt::train::read_safetensors(path);
+    file = zt::run::read_safetensors(path);
   } catch (const zt::Error&) {
     return 0;
   }
@@ -83,7 +83,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   resume_into(int8, path);
   // zotrain eval CHECKPOINT: the config stored in the checkpoint.
   try {
-    (void)zt::config::parse_config(zt::train::checkpoint_meta(file, "config", path), path, {});
+    (void)zt::config::parse_config(zt::run::checkpoint_meta(file, "config", path), path, {});
   } catch (const zt::Error&) {
   }
   return 0;

@@ -18,7 +18,7 @@
 #include "run_state.hpp"
 #include "zotrain/config/config.hpp"
 #include "zotrain/data/synthetic_points.hpp"
-#include "zotrain/train/checkpoint.hpp"
+#include "zotrain/run/checkpoint.hpp"
 
 namespace fs = std::filesystem;
 using Bytes = std::vector<std::uint8_t>;
@@ -158,20 +158,20 @@ void write_checkpoints(const fs::path& dir) {
                 "train": {"batch_size": 8, "threads": 1}})",
         "seed", {});
     auto engine = cfg.model.precision == zt::config::Precision::kInt8
-                      ? zt::train::make_int8_engine(cfg, 8, 1)
-                      : zt::train::make_fp32_engine(cfg, 8, 1);
-    zt::train::RunState st;
+                      ? zt::run::make_int8_engine(cfg, 8, 1)
+                      : zt::run::make_fp32_engine(cfg, 8, 1);
+    zt::run::RunState st;
     st.epoch = 1;
     st.step_in_epoch = 2;
     st.global_step = 10;
     st.train_seconds = 1.5;
     const fs::path tmp = dir / "checkpoint.tmp";
-    zt::train::save_checkpoint(tmp.string(), *engine, cfg, st);
+    zt::run::save_checkpoint(tmp.string(), *engine, cfg, st);
     put(dir / (std::string("lenet5-") + precision + "-header-zero-weights"), header_only(tmp));
     fs::remove(tmp);
   }
   // A small complete file of every dtype, an empty tensor and metadata (Z = 0).
-  zt::train::TensorFile f;
+  zt::run::TensorFile f;
   f.tensors["a.weight"] = {"F32", {2, 3}, Bytes(24, 0x3f)};
   f.tensors["b.index"] = {"I32", {4}, Bytes(16, 1)};
   f.tensors["c.q"] = {"I8", {1, 5}, Bytes(5, 0x80)};
@@ -179,7 +179,7 @@ void write_checkpoints(const fs::path& dir) {
   f.metadata["format"] = "zotrain-checkpoint-1";
   f.metadata["global_step"] = "3";
   const fs::path tmp = dir / "small.tmp";
-  zt::train::write_safetensors(tmp.string(), f);
+  zt::run::write_safetensors(tmp.string(), f);
   put(dir / "small-all-dtypes", cat({Bytes(4, 0), get(tmp)}));
   fs::remove(tmp);
 }

@@ -1,7 +1,7 @@
 // The registries of data sets and architectures: what each is, in one list each, read by the
 // config (choices, help, compatibility, default batch), the data loading (normalisation, input
 // kind), the CLI and the tests. They live in the config layer because the config validates these
-// names; the code that builds a network (nn::make_model) or loads a set (train/run_data.cpp)
+// names; the code that builds a network (nn::make_model) or loads a set (run/run_data.cpp)
 // selects by the same names.
 #pragma once
 

@@ -7,16 +7,16 @@
 
 #include "zotrain/config/config.hpp"
 
-namespace zt::train {
+namespace zt::run {
 
-// Progress display (train/reporter.hpp): a live bar (stderr is a terminal), plain periodic lines
+// Progress display (src/run/reporter.hpp): a live bar (stderr is a terminal), plain periodic lines
 // (stderr is a file or pipe), or none.
 enum class ProgressMode { kOff, kBar, kLines };
 
 struct RunRequest {
   config::ExperimentConfig cfg;
   // --output-dir or output.dir; empty: the first free of runs/<name>, runs/<name>-2, ...
-  // (train/run_folder.hpp), claimed atomically when the run starts.
+  // (run/run_folder.hpp), claimed atomically when the run starts.
   std::string output_dir;
   bool dry_run = false;
   bool resume = false;      // continue from output_dir/checkpoint.safetensors
@@ -31,4 +31,4 @@ struct RunRequest {
 // before anything is written.
 int run_experiment(const RunRequest& request);
 
-}  // namespace zt::train
+}  // namespace zt::run

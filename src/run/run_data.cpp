@@ -15,7 +15,7 @@
 #include "zotrain/data/point_batcher.hpp"
 #include "zotrain/data/samples.hpp"
 
-namespace zt::train {
+namespace zt::run {
 namespace {
 
 class ImageSource final : public BatchSource {
@@ -158,4 +158,4 @@ RunData load_run_data(const config::ExperimentConfig& cfg, const std::string& ro
   return r;
 }
 
-}  // namespace zt::train
+}  // namespace zt::run

@@ -12,9 +12,9 @@
 #include "engine.hpp"
 #include "zotrain/telemetry/memory.hpp"
 #include "zotrain/telemetry/phases.hpp"
-#include "zotrain/train/experiment.hpp"
+#include "zotrain/run/experiment.hpp"
 
-namespace zt::train {
+namespace zt::run {
 
 class Reporter {
  public:
@@ -43,4 +43,4 @@ class Reporter {
   bool drawn_ = false;
 };
 
-}  // namespace zt::train
+}  // namespace zt::run

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace zt::train {
+namespace zt::run {
 namespace {
 
 class Prefetcher final : public BatchSource {
@@ -132,4 +132,4 @@ std::size_t prefetch_bytes(std::size_t sample_floats, int batch, bool raw) {
          static_cast<std::size_t>(batch);
 }
 
-}  // namespace zt::train
+}  // namespace zt::run

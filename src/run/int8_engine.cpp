@@ -17,7 +17,23 @@
 #include "zotrain/train/int8_trainer.hpp"
 #include "zotrain/train/optimizer.hpp"
 
-namespace zt::train {
+namespace zt::run {
+using train::decayed_lr;
+using train::int8_correct;
+using train::int8_layerwise_step;
+using train::int8_loss_sum;
+using train::int8_step;
+using train::Int8Hyper;
+using train::Int8Logits;
+using train::Int8StepResult;
+using train::Int8Trainer;
+using train::Int8TrainerOptions;
+using train::Int8SignRule;
+using train::kDefaultInt8PmtLrElastic;
+using train::kDefaultInt8PmtLrFullZo;
+using train::kDefaultInt8PmtLrNodes;
+using train::make_estimator;
+using train::ZoEstimator;
 namespace {
 
 using nlohmann::json;
@@ -295,4 +311,4 @@ std::unique_ptr<Engine> make_int8_engine(const config::ExperimentConfig& cfg, in
   return std::make_unique<Int8Engine>(cfg, batch, threads);
 }
 
-}  // namespace zt::train
+}  // namespace zt::run

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace zt::train {
+namespace zt::run {
 
 struct StoredTensor {
   std::string dtype;                 // "F32", "I32" or "I8"
@@ -32,4 +32,4 @@ void write_file_atomic(const std::string& path, const std::string& text);
 // zt::Error naming both.
 void rename_file(const std::string& from, const std::string& to);
 
-}  // namespace zt::train
+}  // namespace zt::run

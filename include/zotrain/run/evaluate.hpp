@@ -10,7 +10,7 @@
 
 #include "zotrain/config/config.hpp"
 
-namespace zt::train {
+namespace zt::run {
 
 struct EvalRequest {
   std::string target;                  // run directory or checkpoint file
@@ -23,4 +23,4 @@ struct EvalRequest {
 // Prints the result on stdout; returns 0. Bad input throws zt::Error naming the file or key.
 int run_eval(const EvalRequest& request);
 
-}  // namespace zt::train
+}  // namespace zt::run

@@ -17,7 +17,7 @@
 
 #include "zotrain/config/config.hpp"
 
-namespace zt::train {
+namespace zt::run {
 
 class RunFolder {
  public:
@@ -51,4 +51,4 @@ class RunFolder {
   Mode mode_;
 };
 
-}  // namespace zt::train
+}  // namespace zt::run

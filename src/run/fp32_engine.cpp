@@ -13,7 +13,15 @@
 #include "zotrain/train/fp32_trainer.hpp"
 #include "zotrain/train/optimizer.hpp"
 
-namespace zt::train {
+namespace zt::run {
+using train::decayed_lr;
+using train::EvalStats;
+using train::Fp32Trainer;
+using train::Fp32TrainerOptions;
+using train::LearningRates;
+using train::resolve_learning_rates;
+using train::StepStats;
+using config::OptimizerKind;
 namespace {
 
 using nlohmann::json;
@@ -262,4 +270,4 @@ const std::string& checkpoint_meta(const TensorFile& f, const std::string& key,
   return it->second;
 }
 
-}  // namespace zt::train
+}  // namespace zt::run

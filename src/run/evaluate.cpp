@@ -1,4 +1,4 @@
-#include "zotrain/train/evaluate.hpp"
+#include "zotrain/run/evaluate.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -10,9 +10,9 @@
 #include "run_state.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/core/seeds.hpp"
-#include "zotrain/train/checkpoint.hpp"
+#include "zotrain/run/checkpoint.hpp"
 
-namespace zt::train {
+namespace zt::run {
 
 int run_eval(const EvalRequest& req) {
   namespace fs = std::filesystem;
@@ -64,4 +64,4 @@ int run_eval(const EvalRequest& req) {
   return 0;
 }
 
-}  // namespace zt::train
+}  // namespace zt::run

@@ -13,9 +13,9 @@
 #include "zotrain/config/config.hpp"
 #include "zotrain/telemetry/memory.hpp"
 #include "zotrain/telemetry/phases.hpp"
-#include "zotrain/train/checkpoint.hpp"
+#include "zotrain/run/checkpoint.hpp"
 
-namespace zt::train {
+namespace zt::run {
 
 // Batches of one split of a data set, for either engine: FP32 input (normalised images or point
 // coordinates) or, for int8 on images, raw pixels. Epoch order is a function of (seed, epoch).
@@ -111,4 +111,4 @@ const StoredTensor& checkpoint_tensor(const TensorFile& f, const std::string& na
 const std::string& checkpoint_meta(const TensorFile& f, const std::string& key,
                                    const std::string& path);
 
-}  // namespace zt::train
+}  // namespace zt::run

@@ -1,4 +1,4 @@
-#include "zotrain/train/experiment.hpp"
+#include "zotrain/run/experiment.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -16,7 +16,7 @@
 
 #include "engine.hpp"
 #include "reporter.hpp"
-#include "zotrain/train/run_folder.hpp"
+#include "zotrain/run/run_folder.hpp"
 #include "run_state.hpp"
 #include "zotrain/core/build_info.hpp"
 #include "zotrain/core/error.hpp"
@@ -25,13 +25,13 @@
 #include "zotrain/telemetry/host.hpp"
 #include "zotrain/telemetry/memory.hpp"
 #include "zotrain/telemetry/rss.hpp"
-#include "zotrain/train/checkpoint.hpp"
+#include "zotrain/run/checkpoint.hpp"
 
 #ifdef ZT_OPENMP
 #include <omp.h>
 #endif
 
-namespace zt::train {
+namespace zt::run {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using telemetry::Phase;
@@ -561,4 +561,4 @@ int run_experiment(const RunRequest& req) {
   return 0;
 }
 
-}  // namespace zt::train
+}  // namespace zt::run

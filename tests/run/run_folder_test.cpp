@@ -1,5 +1,5 @@
 // The run folder: numbered default directories, claimed atomically; explicit ones checked.
-#include "zotrain/train/run_folder.hpp"
+#include "zotrain/run/run_folder.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -12,7 +12,7 @@
 
 #include "zotrain/core/error.hpp"
 
-namespace zt::train {
+namespace zt::run {
 namespace {
 
 namespace fs = std::filesystem;
@@ -86,4 +86,4 @@ TEST(RunFolder, ExplicitDirectoryRules) {
 }
 
 }  // namespace
-}  // namespace zt::train
+}  // namespace zt::run

@@ -11,11 +11,11 @@
 #include "zotrain/config/methods.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/data/synthetic_points.hpp"
-#include "zotrain/train/checkpoint.hpp"
-#include "zotrain/train/evaluate.hpp"
-#include "zotrain/train/experiment.hpp"
+#include "zotrain/run/checkpoint.hpp"
+#include "zotrain/run/evaluate.hpp"
+#include "zotrain/run/experiment.hpp"
 
-namespace zt::train {
+namespace zt::run {
 namespace {
 
 namespace fs = std::filesystem;
@@ -595,4 +595,4 @@ TEST(Experiment, EvalOnTheValidationSplitReproducesTheRunsValAccuracy) {
 }
 
 }  // namespace
-}  // namespace zt::train
+}  // namespace zt::run

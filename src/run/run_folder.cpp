@@ -1,4 +1,4 @@
-#include "zotrain/train/run_folder.hpp"
+#include "zotrain/run/run_folder.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,9 +9,9 @@
 #include <fstream>
 
 #include "zotrain/core/error.hpp"
-#include "zotrain/train/checkpoint.hpp"
+#include "zotrain/run/checkpoint.hpp"
 
-namespace zt::train {
+namespace zt::run {
 namespace fs = std::filesystem;
 
 namespace {
@@ -152,4 +152,4 @@ void RunFolder::truncate_records(const char* file,
   write_file_atomic(p, kept);
 }
 
-}  // namespace zt::train
+}  // namespace zt::run

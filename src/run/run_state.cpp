@@ -6,7 +6,7 @@
 #include "zotrain/core/build_info.hpp"
 #include "zotrain/core/error.hpp"
 
-namespace zt::train {
+namespace zt::run {
 namespace {
 
 using nlohmann::json;
@@ -221,4 +221,4 @@ RunState restore_run_state(const TensorFile& f, const std::string& path) {
   return r;
 }
 
-}  // namespace zt::train
+}  // namespace zt::run

@@ -6,9 +6,9 @@
 #include <fstream>
 
 #include "zotrain/core/error.hpp"
-#include "zotrain/train/checkpoint.hpp"
+#include "zotrain/run/checkpoint.hpp"
 
-namespace zt::train {
+namespace zt::run {
 namespace {
 
 namespace fs = std::filesystem;
@@ -159,4 +159,4 @@ TEST(AtomicWrite, ReplacesWholeFile) {
 }
 
 }  // namespace
-}  // namespace zt::train
+}  // namespace zt::run

@@ -1,4 +1,4 @@
-#include "zotrain/train/checkpoint.hpp"
+#include "zotrain/run/checkpoint.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -14,7 +14,7 @@
 
 #include "zotrain/core/error.hpp"
 
-namespace zt::train {
+namespace zt::run {
 namespace {
 
 std::size_t dtype_size(const std::string& dtype, const std::string& path) {
@@ -218,4 +218,4 @@ TensorFile read_safetensors(const std::string& path) {
   return out;
 }
 
-}  // namespace zt::train
+}  // namespace zt::run

@@ -10,9 +10,9 @@
 #include "engine.hpp"
 #include "zotrain/config/config.hpp"
 #include "zotrain/telemetry/phases.hpp"
-#include "zotrain/train/checkpoint.hpp"
+#include "zotrain/run/checkpoint.hpp"
 
-namespace zt::train {
+namespace zt::run {
 
 nlohmann::json phases_json(const telemetry::PhaseTimes& t);
 telemetry::PhaseTimes phases_from_json(const nlohmann::json& j);
@@ -71,4 +71,4 @@ RunState restore_run_state(const TensorFile& f, const std::string& path);
 // name order: equal digests mean bit-identical weights (e.g. across machines and thread counts).
 std::string weights_digest(const Engine& engine);
 
-}  // namespace zt::train
+}  // namespace zt::run

@@ -10,9 +10,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "zotrain/train/experiment.hpp"
+#include "zotrain/run/experiment.hpp"
 
-namespace zt::train {
+namespace zt::run {
 namespace {
 
 namespace fs = std::filesystem;
@@ -72,4 +72,4 @@ TEST(EndToEnd, Int8ElasticZoCls1OneEpoch) {
 }
 
 }  // namespace
-}  // namespace zt::train
+}  // namespace zt::run

@@ -10,7 +10,7 @@
 
 #include "engine.hpp"
 
-namespace zt::train {
+namespace zt::run {
 
 // batch: the most samples one fill() returns (the batch size).
 std::unique_ptr<BatchSource> prefetched(std::unique_ptr<BatchSource> inner, int batch);
@@ -19,4 +19,4 @@ std::unique_ptr<BatchSource> prefetched(std::unique_ptr<BatchSource> inner, int 
 // batches, or of raw ones (int8 images).
 std::size_t prefetch_bytes(std::size_t sample_floats, int batch, bool raw);
 
-}  // namespace zt::train
+}  // namespace zt::run

@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-namespace zt::train {
+namespace zt::run {
 namespace {
 
 using telemetry::Phase;
@@ -115,4 +115,4 @@ void Reporter::plan(const std::string& name, const Engine& engine,
               static_cast<unsigned long long>(predicted_peak), mib(predicted_peak).c_str());
 }
 
-}  // namespace zt::train
+}  // namespace zt::run
