@@ -1,7 +1,8 @@
 // `zotrain bench` (bench.hpp). Kernel figures: best of a few timing loops of wall time, each
 // loop at least `target` seconds long, after one warm-up call; FLOPs / integer OPs count 2 per
-// multiply-accumulate (padded taps included). Step figures: wall time of Fp32Trainer::step /
-// Int8Trainer's two calls after one warm-up step, split by the trainers' own phase timers.
+// multiply-accumulate (padded taps included). Step figures: wall time of a training engine's step
+// (src/run/engine.hpp, as a run makes it) after one warm-up step, split by the trainers' own phase
+// timers; the Data phase (the synthetic batch's copy) is not shown.
 #include "bench.hpp"
 
 #include <algorithm>
@@ -42,9 +43,8 @@
 #include "zotrain/nn/int8_setup.hpp"
 #include "zotrain/nn/lenet5.hpp"
 #include "zotrain/telemetry/phases.hpp"
-#include "zotrain/train/fp32_trainer.hpp"
-#include "zotrain/train/int8_trainer.hpp"
-#include "zotrain/train/int8_zo.hpp"
+#include "zotrain/config/config.hpp"
+#include "zotrain/run/engine.hpp"
 
 namespace zt::cli {
 namespace {
@@ -390,104 +390,75 @@ const Method& find_method(const std::string& key) {
   return *m;
 }
 
-// A training step of one method on LeNet-5 with a fixed synthetic batch (random pixels and
-// labels; the trainers' cost does not depend on the data's meaning).
+// A fixed synthetic batch of LeNet-5 input (random pixels and labels; the trainers' cost does not
+// depend on the data's meaning), served as the run's data is: normalised for FP32, raw for int8.
+class SyntheticImages final : public run::BatchSource {
+ public:
+  SyntheticImages(std::size_t sample_floats, int batch)
+      : floats_(sample_floats), n_(batch), pixels_(sample_floats * std::size_t(batch)),
+        labels_(std::size_t(batch)) {
+    std::mt19937 rng(7);
+    for (auto& p : pixels_) p = std::uint8_t(rng() % 256);
+    for (auto& l : labels_) l = std::uint8_t(rng() % 10);
+  }
+  int batches_per_epoch() const override { return 1; }
+  void start_epoch(int /*epoch*/) override {}
+  std::size_t sample_floats() const override { return floats_; }
+  int fill(int /*index*/, float* x, std::uint8_t* labels) override {
+    const config::DatasetInfo& mnist = config::dataset(config::Dataset::kMnist);
+    for (std::size_t i = 0; i < pixels_.size(); ++i)
+      x[i] = (float(pixels_[i]) / 255.0f - mnist.mean) / mnist.std;
+    std::copy(labels_.begin(), labels_.end(), labels);
+    return n_;
+  }
+  int fill_raw(int /*index*/, std::uint8_t* raw, std::uint8_t* labels) override {
+    std::copy(pixels_.begin(), pixels_.end(), raw);
+    std::copy(labels_.begin(), labels_.end(), labels);
+    return n_;
+  }
+
+ private:
+  std::size_t floats_;
+  int n_;
+  std::vector<std::uint8_t> pixels_, labels_;
+};
+
+// A training step of one method on LeNet-5, built and run by the same engine as a training run
+// (src/run/engine.hpp) from a config of the method, precision, batch and the bench's ZO options;
+// the data set is the synthetic batch above.
 class StepRunner {
  public:
-  virtual ~StepRunner() = default;
-  virtual void step(std::uint64_t seed, telemetry::PhaseTimes& times) = 0;
-};
-
-constexpr float kZoLr = 1e-3f, kBpLr = 0.05f;  // README defaults (SGD)
-
-class Fp32Step final : public StepRunner {
- public:
-  // The FP32 ZO settings come from the bench options (--cache-direction, --perturbation).
-  Fp32Step(const Method& m, int batch, Isa isa, const BenchOptions& bo)
-      : n_(batch), model_(nn::make_lenet5(isa)) {
-    model_->init(1);
-    train::Fp32TrainerOptions o;
-    o.isa = isa;
-    o.partition = m.partition(model_->num_parametric());
-    o.batch_size = batch;
-    o.eps = 1e-3f;
-    o.grad_clip = 2.0f;
-    o.cache_direction = bo.cache_direction;
-    o.defer_zo_update = bo.cache_direction;  // as the engine runs it
-    o.perturbation = kernels::perturb_source(bo.perturbation);
-    trainer_ = std::make_unique<train::Fp32Trainer>(*model_, o);
-    std::mt19937 rng(7);
-    x_.resize(model_->input_floats() * std::size_t(batch));
-    y_.resize(std::size_t(batch));
-    const config::DatasetInfo& mnist = config::dataset(config::Dataset::kMnist);
-    for (float& v : x_) v = (float(rng() % 256) / 255.0f - mnist.mean) / mnist.std;
-    for (auto& l : y_) l = std::uint8_t(rng() % 10);
+  StepRunner(config::Precision precision, const Method& m, int batch, int threads, Isa isa,
+             const BenchOptions& o) {
+    const config::ArchInfo& lenet5 = config::architecture(config::Arch::kLeNet5);
+    std::vector<std::string> set = {
+        "model.arch=" + std::string(config::name(config::Arch::kLeNet5)),
+        "data.dataset=" + std::string(config::name(config::Dataset::kMnist)),
+        "model.precision=" + std::string(config::name(precision)),
+        "method.name=" + std::string(config::name(m.method)),
+        "method.partition=" + std::to_string(m.partition(lenet5.layers)),
+        "train.batch_size=" + std::to_string(batch),
+        "zo.cache_direction=" + std::string(o.cache_direction ? "true" : "false")};
+    if (precision == config::Precision::kFp32) set.push_back("zo.perturbation=" + o.perturbation);
+    const config::ExperimentConfig cfg = config::parse_config("{}", "zotrain bench", set);
+    engine_ = precision == config::Precision::kInt8 ? run::make_int8_engine(cfg, batch, threads, isa)
+                                                    : run::make_fp32_engine(cfg, batch, threads, isa);
+    data_ = std::make_unique<SyntheticImages>(engine_->input_floats(), batch);
+    engine_->begin_epoch(0);
   }
-  void step(std::uint64_t seed, telemetry::PhaseTimes& times) override {
-    trainer_->step(x_.data(), y_.data(), n_, seed, kZoLr, kBpLr, times);
+  void step(std::uint64_t seed, telemetry::PhaseTimes& times) {
+    engine_->step(*data_, 0, seed, step_number_++, times);
   }
 
  private:
-  int n_;
-  std::unique_ptr<nn::Model> model_;
-  std::unique_ptr<train::Fp32Trainer> trainer_;
-  std::vector<float> x_;
-  std::vector<std::uint8_t> y_;
-};
-
-// The int8 engine's step (train/int8_zo.hpp) with int8.sign = float (the paper's INT8), minus its loss
-// reporting.
-class Int8Step final : public StepRunner {
- public:
-  Int8Step(const Method& m, int batch, int threads, Isa isa, bool cache_direction) : n_(batch) {
-    auto fp32 = nn::make_lenet5(Isa::kReference);
-    net_ = nn::make_int8_net(*fp32, isa);
-    nn::init_niti(*net_, 1);
-    train::Int8TrainerOptions o;
-    o.isa = isa;
-    o.partition = m.partition(net_->num_parametric());
-    o.batch_size = batch;
-    o.threads = threads;
-    o.cache_direction = cache_direction;
-    trainer_ = std::make_unique<train::Int8Trainer>(*net_, o);
-    estimator_ = train::make_estimator("two_sided", 1);
-    h_.zero_threshold = std::uint64_t(0.33 * 4294967296.0);  // the default p_zero schedule's start
-    std::mt19937 rng(7);
-    std::vector<std::uint8_t> pixels(net_->input_shape().numel() * std::size_t(batch));
-    for (auto& p : pixels) p = std::uint8_t(rng() % 256);
-    x_.resize(pixels.size());
-    const PixelQuant q = pixel_quant_shift();
-    quantize_pixels_s8(pixels.data(), pixels.size(), q, x_.data());
-    x_exp_ = q.exponent;
-    y_.resize(std::size_t(batch));
-    for (auto& l : y_) l = std::uint8_t(rng() % 10);
-  }
-  void step(std::uint64_t seed, telemetry::PhaseTimes& times) override {
-    train::int8_step(*trainer_, *estimator_, x_.data(), x_exp_, n_, y_.data(), net_->num_classes(), seed,
-                     h_, {train::Int8Sign::kFloat});
-    const auto ns = trainer_->take_phase_ns();
-    for (int p = 0; p < telemetry::kNumPhases; ++p)
-      times.add(static_cast<telemetry::Phase>(p), double(ns[std::size_t(p)]) * 1e-9);
-  }
-
- private:
-  int n_;
-  std::unique_ptr<nn::Int8Net> net_;
-  std::unique_ptr<train::Int8Trainer> trainer_;
-  std::unique_ptr<train::ZoEstimator> estimator_;
-  train::Int8Hyper h_;
-  std::vector<std::int8_t> x_;
-  int x_exp_ = 0;
-  std::vector<std::uint8_t> y_;
+  std::unique_ptr<run::Engine> engine_;
+  std::unique_ptr<SyntheticImages> data_;
+  std::uint64_t step_number_ = 0;
 };
 
 std::unique_ptr<StepRunner> make_step(config::Precision precision, const Method& m, int batch, int threads,
                                       Isa isa, const BenchOptions& o) {
-  switch (precision) {
-    case config::Precision::kFp32: return std::make_unique<Fp32Step>(m, batch, isa, o);
-    case config::Precision::kInt8: return std::make_unique<Int8Step>(m, batch, threads, isa, o.cache_direction);
-  }
-  throw Error("bench: unknown precision");
+  return std::make_unique<StepRunner>(precision, m, batch, threads, isa, o);
 }
 
 config::Precision parse_precision(const std::string& text) {

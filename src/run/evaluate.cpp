@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "engine.hpp"
+#include "zotrain/run/engine.hpp"
 #include "run_state.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/core/seeds.hpp"

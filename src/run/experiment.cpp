@@ -14,7 +14,7 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 
-#include "engine.hpp"
+#include "zotrain/run/engine.hpp"
 #include "reporter.hpp"
 #include "zotrain/run/run_folder.hpp"
 #include "run_state.hpp"

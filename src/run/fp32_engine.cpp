@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "engine.hpp"
+#include "zotrain/run/engine.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/core/seeds.hpp"
 #include "zotrain/nn/architectures.hpp"
@@ -34,12 +34,13 @@ std::vector<std::uint8_t> float_bytes(const float* p, std::size_t n) {
 
 class Fp32Engine final : public Engine {
  public:
-  Fp32Engine(const config::ExperimentConfig& cfg, int batch, int threads)
-      : cfg_(cfg), batch_(batch), model_(nn::make_model(config::name(cfg.model.arch), kernels::best_isa(), static_cast<int>(cfg.data.points))) {
+  Fp32Engine(const config::ExperimentConfig& cfg, int batch, int threads, kernels::Isa isa)
+      : cfg_(cfg), batch_(batch), model_(nn::make_model(config::name(cfg.model.arch), isa, static_cast<int>(cfg.data.points))) {
     (void)threads;  // the FP32 trainer sizes per-thread scratch itself
     const int L = model_->num_parametric();
     c_ = config::resolve_partition(cfg.method, L);
     Fp32TrainerOptions o;
+    o.isa = isa;
     o.partition = c_;
     o.batch_size = batch;
     o.eps = static_cast<float>(cfg.zo.eps);
@@ -239,8 +240,8 @@ class Fp32Engine final : public Engine {
 }  // namespace
 
 std::unique_ptr<Engine> make_fp32_engine(const config::ExperimentConfig& cfg, int batch,
-                                         int threads) {
-  return std::make_unique<Fp32Engine>(cfg, batch, threads);
+                                         int threads, kernels::Isa isa) {
+  return std::make_unique<Fp32Engine>(cfg, batch, threads, isa);
 }
 
 const StoredTensor& checkpoint_tensor(const TensorFile& f, const std::string& name,

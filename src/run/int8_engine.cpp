@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "engine.hpp"
+#include "zotrain/run/engine.hpp"
 #include "zotrain/config/catalogue.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/train/int8_zo.hpp"
@@ -40,14 +40,15 @@ using nlohmann::json;
 
 class Int8Engine final : public Engine {
  public:
-  Int8Engine(const config::ExperimentConfig& cfg, int batch, int threads)
+  Int8Engine(const config::ExperimentConfig& cfg, int batch, int threads, kernels::Isa isa)
       : cfg_(cfg), batch_(batch), fp32_(nn::make_model(config::name(cfg.model.arch), kernels::Isa::kReference, static_cast<int>(cfg.data.points))) {
-    net_ = nn::make_int8_net(*fp32_, kernels::best_isa(), cfg.int8.batchnorm);
+    net_ = nn::make_int8_net(*fp32_, isa, cfg.int8.batchnorm);
     macs_ = fp32_->forward_macs_per_sample();
     fp32_.reset();  // only its layer sequence was needed
     c_ = config::resolve_partition(cfg.method, net_->num_parametric());
     nn::init_niti(*net_, cfg.seed);
     Int8TrainerOptions o;
+    o.isa = isa;
     o.partition = c_;
     o.batch_size = batch;
     o.threads = threads;
@@ -307,8 +308,8 @@ class Int8Engine final : public Engine {
 }  // namespace
 
 std::unique_ptr<Engine> make_int8_engine(const config::ExperimentConfig& cfg, int batch,
-                                         int threads) {
-  return std::make_unique<Int8Engine>(cfg, batch, threads);
+                                         int threads, kernels::Isa isa) {
+  return std::make_unique<Int8Engine>(cfg, batch, threads, isa);
 }
 
 }  // namespace zt::run

@@ -8,7 +8,7 @@
 
 #include <memory>
 
-#include "engine.hpp"
+#include "zotrain/run/engine.hpp"
 
 namespace zt::run {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine.hpp"
+#include "zotrain/run/engine.hpp"
 #include "zotrain/telemetry/memory.hpp"
 #include "zotrain/telemetry/phases.hpp"
 #include "zotrain/run/experiment.hpp"

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "engine.hpp"
+#include "zotrain/run/engine.hpp"
 #include "prefetch.hpp"
 #include "zotrain/config/catalogue.hpp"
 #include "zotrain/core/error.hpp"

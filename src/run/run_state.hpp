@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "engine.hpp"
+#include "zotrain/run/engine.hpp"
 #include "zotrain/config/config.hpp"
 #include "zotrain/telemetry/phases.hpp"
 #include "zotrain/run/checkpoint.hpp"

@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "engine.hpp"
+#include "zotrain/run/engine.hpp"
 #include "fuzz_support.hpp"
 #include "run_state.hpp"
 #include "zotrain/config/config.hpp"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "engine.hpp"
+#include "zotrain/run/engine.hpp"
 #include "run_state.hpp"
 #include "zotrain/config/config.hpp"
 #include "zotrain/data/synthetic_points.hpp"

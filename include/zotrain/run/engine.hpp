@@ -1,6 +1,6 @@
-// Internal to run_experiment: one training engine per precision (FP32: Fp32Trainer on a Model;
-// int8: Int8Trainer on an Int8Net) behind one interface, so the run loop, checkpoints, resume,
-// metrics and reports are written once.
+// One training engine per precision (FP32: Fp32Trainer on a Model; int8: Int8Trainer on an
+// Int8Net) behind one interface, so the run loop, checkpoints, resume, metrics and reports are
+// written once, and `zotrain bench` times the very steps a run makes.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "zotrain/config/config.hpp"
+#include "zotrain/kernels/isa.hpp"
 #include "zotrain/telemetry/memory.hpp"
 #include "zotrain/telemetry/phases.hpp"
 #include "zotrain/run/checkpoint.hpp"
@@ -98,10 +99,11 @@ class Engine {
   virtual void init_from(const TensorFile& f, const std::string& path) = 0;
 };
 
+// `isa`: the kernel path of the trainer (a run takes the best one; the bench also times others).
 std::unique_ptr<Engine> make_fp32_engine(const config::ExperimentConfig& cfg, int batch,
-                                         int threads);
+                                         int threads, kernels::Isa isa = kernels::best_isa());
 std::unique_ptr<Engine> make_int8_engine(const config::ExperimentConfig& cfg, int batch,
-                                         int threads);
+                                         int threads, kernels::Isa isa = kernels::best_isa());
 
 // Shared by the engines: a tensor of a checkpoint, checked to exist with the given dtype and
 // element count, and I8 values in [−127, 127] (throws zt::Error naming the file and tensor).
