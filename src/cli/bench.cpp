@@ -21,10 +21,6 @@
 #include <string>
 #include <vector>
 
-#ifdef ZT_OPENMP
-#include <omp.h>
-#endif
-
 #include "zotrain/config/catalogue.hpp"
 #include "zotrain/config/methods.hpp"
 #include "zotrain/core/error.hpp"
@@ -45,6 +41,7 @@
 #include "zotrain/telemetry/phases.hpp"
 #include "zotrain/config/config.hpp"
 #include "zotrain/run/engine.hpp"
+#include "zotrain/run/experiment.hpp"
 
 namespace zt::cli {
 namespace {
@@ -74,17 +71,6 @@ double time_call(const std::function<void()>& fn, double target, int reps, bool 
     best = std::min(best, elapsed / static_cast<double>(iters));
   }
   return best;
-}
-
-int effective_threads(int requested) {
-#ifdef ZT_OPENMP
-  const int n = requested > 0 ? requested : omp_get_num_procs();
-  omp_set_num_threads(n);
-  return n;
-#else
-  (void)requested;
-  return 1;
-#endif
 }
 
 std::string cpu_name() {
@@ -608,7 +594,7 @@ int run_bench(const BenchOptions& o) {
     throw Error("bench --only: expected kernels or steps, got '" + o.only + "'");
   if (o.run_steps >= 0) {  // instruction counting: exactly N steps of one method, nothing else
     const Method& m = find_method(o.method);
-    const int threads = effective_threads(o.threads);
+    const int threads = run::use_threads(o.threads);
     const config::Precision precision = parse_precision(o.precision);
     const config::ArchInfo& lenet5 = config::architecture(config::Arch::kLeNet5);
     const int batch = o.batch > 0 ? o.batch
@@ -629,7 +615,7 @@ int run_bench(const BenchOptions& o) {
     return 0;
   }
   find_method(o.method);
-  const int threads = effective_threads(o.threads);
+  const int threads = run::use_threads(o.threads);
   const bool print = !o.json;
   std::string paths;
   for (Isa i : available_isas()) paths += std::string(paths.empty() ? "" : " ") + isa_name(i);

@@ -37,11 +37,9 @@ using telemetry::Phase;
 using telemetry::PhaseTimes;
 using telemetry::ScopedPhase;
 
-namespace {
-
-int resolve_threads(std::optional<std::int64_t> requested) {
+int use_threads(int requested) {
 #ifdef ZT_OPENMP
-  const int n = requested ? static_cast<int>(*requested) : omp_get_num_procs();
+  const int n = requested > 0 ? requested : omp_get_num_procs();
   omp_set_num_threads(n);
   return n;
 #else
@@ -50,13 +48,11 @@ int resolve_threads(std::optional<std::int64_t> requested) {
 #endif
 }
 
-}  // namespace
-
 int run_experiment(const RunRequest& req) {
   const std::string started = telemetry::utc_now();
   const config::ExperimentConfig& cfg = req.cfg;
   for (const std::string& w : cfg.warnings) spdlog::warn("{}", w);
-  const int threads = resolve_threads(cfg.train.threads);
+  const int threads = use_threads(static_cast<int>(cfg.train.threads.value_or(0)));
 
   // ---- everything that can fail on bad input happens before the output directory exists ----
   const int batch = static_cast<int>(config::resolve_batch_size(cfg));

@@ -27,6 +27,10 @@ struct RunRequest {
   bool quiet = false;       // no plan/summary tables on stdout
 };
 
+// OpenMP's thread count for what follows: `requested`, or every core when 0 (train.threads
+// auto); returns it (1 without OpenMP).
+int use_threads(int requested);
+
 // Exit codes: 0 done, 130 interrupted (checkpoint saved). Bad input throws zt::Error
 // before anything is written.
 int run_experiment(const RunRequest& request);
