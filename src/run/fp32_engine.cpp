@@ -129,15 +129,15 @@ class Fp32Engine final : public Engine {
 
   EngineStep step(BatchSource& batcher, int index, std::uint64_t step_seed,
                   std::uint64_t step_number, telemetry::PhaseTimes& times) override {
-    int n;
+    BatchSource::View<float> b;
     {
       telemetry::ScopedPhase t(times, telemetry::Phase::kData);
-      n = batcher.fill(index, x_.data(), y_.data());
+      b = batcher.take(index, x_.data(), y_.data());
     }
     trainer_->set_step_number(step_number);
-    const StepStats st = trainer_->step(x_.data(), y_.data(), n, step_seed, static_cast<float>(lr_),
+    const StepStats st = trainer_->step(b.x, b.labels, b.n, step_seed, static_cast<float>(lr_),
                                         static_cast<float>(bp_lr_), times);
-    return {st.loss, st.correct, n, st.g, st.clipped, -1};
+    return {st.loss, st.correct, b.n, st.g, st.clipped, -1};
   }
 
   EvalResult evaluate(BatchSource& b) override {

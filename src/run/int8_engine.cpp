@@ -259,18 +259,22 @@ class Int8Engine final : public Engine {
   // 2^6) clamped to ±127 with exponent −6, fixed, so no statistic of the batch is needed.
   int load_input(BatchSource& src, int index) {
     int n;
+    const std::uint8_t* labels;
     if (points_) {
-      n = src.fill(index, coords_.data(), labels_.data());
+      const BatchSource::View<float> b = src.take(index, coords_.data(), labels_.data());
+      n = b.n, labels = b.labels;
       const std::size_t count = static_cast<std::size_t>(n) * net_->input_shape().numel();
       for (std::size_t i = 0; i < count; ++i)
-        x8_[i] = kernels::clamp_s8(std::llround(static_cast<double>(coords_[i]) * 64.0));
+        x8_[i] = kernels::clamp_s8(std::llround(static_cast<double>(b.x[i]) * 64.0));
       x_exp_ = -6;
     } else {
-      n = src.fill_raw(index, pixels_.data(), labels_.data());
-      kernels::quantize_pixels_s8(pixels_.data(), static_cast<std::size_t>(n) * net_->input_shape().numel(),
+      const BatchSource::View<std::uint8_t> b = src.take_raw(index, pixels_.data(), labels_.data());
+      n = b.n, labels = b.labels;
+      kernels::quantize_pixels_s8(b.x, static_cast<std::size_t>(n) * net_->input_shape().numel(),
                                   pixel_quant_, x8_.data());
       x_exp_ = pixel_quant_.exponent;
     }
+    if (labels != labels_.data()) std::memcpy(labels_.data(), labels, static_cast<std::size_t>(n));
     return n;
   }
 

@@ -1,4 +1,4 @@
-#include "prefetch.hpp"
+#include "zotrain/run/prefetch.hpp"
 
 #include <condition_variable>
 #include <cstring>
@@ -16,7 +16,7 @@ class Prefetcher final : public BatchSource {
   Prefetcher(std::unique_ptr<BatchSource> inner, int batch)
       : inner_(std::move(inner)),
         cap_(inner_->sample_floats() * static_cast<std::size_t>(batch)),
-        labels_(static_cast<std::size_t>(batch)),
+        batch_(static_cast<std::size_t>(batch)),
         worker_([this] { work(); }) {}
 
   ~Prefetcher() override {
@@ -39,18 +39,43 @@ class Prefetcher final : public BatchSource {
   }
 
   int fill(int index, float* x, std::uint8_t* labels) override {
-    return take(index, false, x, labels);
+    return copy_out(take(index, x, labels), x, labels);
   }
   int fill_raw(int index, std::uint8_t* raw, std::uint8_t* labels) override {
-    return take(index, true, raw, labels);
+    return copy_out(take_raw(index, raw, labels), raw, labels);
+  }
+  View<float> take(int index, float* x, std::uint8_t* labels) override {
+    const int n = hand_out(index, false, x, labels);
+    if (handed_ < 0) return {x, labels, n};
+    return {slots_[handed_].floats.data(), slots_[handed_].labels.data(), n};
+  }
+  View<std::uint8_t> take_raw(int index, std::uint8_t* raw, std::uint8_t* labels) override {
+    const int n = hand_out(index, true, raw, labels);
+    if (handed_ < 0) return {raw, labels, n};
+    return {slots_[handed_].bytes.data(), slots_[handed_].labels.data(), n};
   }
 
  private:
+  struct Slot {
+    std::vector<float> floats;  // an FP32 or a raw batch (each allocated when first asked for)
+    std::vector<std::uint8_t> bytes;
+    std::vector<std::uint8_t> labels;
+  };
+
   void idle(std::unique_lock<std::mutex>& lock) {
     cv_.wait(lock, [this] { return !busy_ && want_ < 0; });
   }
 
-  int take(int index, bool raw, void* out, std::uint8_t* labels) {
+  template <class T>
+  int copy_out(const View<T>& v, T* out, std::uint8_t* labels) {
+    if (v.x != out) std::memcpy(out, v.x, static_cast<std::size_t>(v.n) * inner_->sample_floats() * sizeof(T));
+    if (v.labels != labels) std::memcpy(labels, v.labels, static_cast<std::size_t>(v.n));
+    return v.n;
+  }
+
+  // Batch `index`: from the prefetched slot when it holds it (handed_ = that slot), else read
+  // now into out / labels (handed_ = −1); then asks for index + 1 in the other slot.
+  int hand_out(int index, bool raw, void* out, std::uint8_t* labels) {
     std::unique_lock<std::mutex> lock(m_);
     idle(lock);
     int n;
@@ -58,19 +83,18 @@ class Prefetcher final : public BatchSource {
       ready_ = -1;
       if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
       n = ready_n_;
-      const std::size_t per = inner_->sample_floats() * (raw ? 1 : sizeof(float));
-      std::memcpy(out, raw ? static_cast<void*>(bytes_.data()) : floats_.data(),
-                  static_cast<std::size_t>(n) * per);
-      std::memcpy(labels, labels_.data(), static_cast<std::size_t>(n));
+      handed_ = ready_slot_;
     } else {  // not the batch prefetched (the first of an epoch, or out of order): read it now
       ready_ = -1;
       error_ = nullptr;
+      handed_ = -1;
       n = raw ? inner_->fill_raw(index, static_cast<std::uint8_t*>(out), labels)
               : inner_->fill(index, static_cast<float*>(out), labels);
     }
     if (index + 1 < inner_->batches_per_epoch()) {
       want_ = index + 1;
       want_raw_ = raw;
+      want_slot_ = handed_ == 0 ? 1 : 0;  // never the slot just handed out
       cv_.notify_all();
     }
     return n;
@@ -83,17 +107,20 @@ class Prefetcher final : public BatchSource {
       if (stop_) return;
       const int index = std::exchange(want_, -1);
       const bool raw = want_raw_;
+      const int slot = want_slot_;
       busy_ = true;
       lock.unlock();
       int n = 0;
       std::exception_ptr error;
+      Slot& s = slots_[slot];
       try {
+        s.labels.resize(batch_);
         if (raw) {
-          bytes_.resize(cap_);
-          n = inner_->fill_raw(index, bytes_.data(), labels_.data());
+          s.bytes.resize(cap_);
+          n = inner_->fill_raw(index, s.bytes.data(), s.labels.data());
         } else {
-          floats_.resize(cap_);
-          n = inner_->fill(index, floats_.data(), labels_.data());
+          s.floats.resize(cap_);
+          n = inner_->fill(index, s.floats.data(), s.labels.data());
         }
       } catch (...) {
         error = std::current_exception();
@@ -102,6 +129,7 @@ class Prefetcher final : public BatchSource {
       busy_ = false;
       ready_ = index;
       ready_raw_ = raw;
+      ready_slot_ = slot;
       ready_n_ = n;
       error_ = error;
       cv_.notify_all();
@@ -109,13 +137,14 @@ class Prefetcher final : public BatchSource {
   }
 
   std::unique_ptr<BatchSource> inner_;
-  std::size_t cap_;                    // values in one batch
-  std::vector<float> floats_;          // the prefetched batch, FP32 or raw (each allocated
-  std::vector<std::uint8_t> bytes_;    // when first asked for)
-  std::vector<std::uint8_t> labels_;
+  std::size_t cap_;  // values in one batch
+  std::size_t batch_;
+  Slot slots_[2];
   std::mutex m_;
   std::condition_variable cv_;
-  int want_ = -1, ready_ = -1, ready_n_ = 0;  // batch to fill next; batch in the buffer
+  // Batch to fill next and its slot; batch in a slot, ready to hand out; the slot handed out
+  // last (−1: none, that batch was read into the caller's buffer).
+  int want_ = -1, want_slot_ = 0, ready_ = -1, ready_slot_ = 0, ready_n_ = 0, handed_ = -1;
   bool want_raw_ = false, ready_raw_ = false, busy_ = false, stop_ = false;
   std::exception_ptr error_;
   std::thread worker_;  // last: started once everything above exists
@@ -128,8 +157,8 @@ std::unique_ptr<BatchSource> prefetched(std::unique_ptr<BatchSource> inner, int 
 }
 
 std::size_t prefetch_bytes(std::size_t sample_floats, int batch, bool raw) {
-  return sample_floats * static_cast<std::size_t>(batch) * (raw ? 1 : sizeof(float)) +
-         static_cast<std::size_t>(batch);
+  return 2 * (sample_floats * static_cast<std::size_t>(batch) * (raw ? 1 : sizeof(float)) +
+              static_cast<std::size_t>(batch));
 }
 
 }  // namespace zt::run

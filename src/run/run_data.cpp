@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "zotrain/run/engine.hpp"
-#include "prefetch.hpp"
+#include "zotrain/run/prefetch.hpp"
 #include "zotrain/config/catalogue.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/data/batcher.hpp"

@@ -30,6 +30,22 @@ class BatchSource {
   virtual int fill(int index, float* x, std::uint8_t* labels) = 0;
   // Raw uint8 input [n, sample_floats()] (images only; throws zt::Error otherwise).
   virtual int fill_raw(int index, std::uint8_t* raw, std::uint8_t* labels) = 0;
+
+  // Batch `index` where it already is, without a copy when the source holds it (a prefetched
+  // batch: valid until the next call on this source); otherwise filled into x / raw and labels,
+  // as fill() and fill_raw() do. The bits are those of fill() either way.
+  template <class T>
+  struct View {
+    const T* x = nullptr;
+    const std::uint8_t* labels = nullptr;
+    int n = 0;
+  };
+  virtual View<float> take(int index, float* x, std::uint8_t* labels) {
+    return {x, labels, fill(index, x, labels)};
+  }
+  virtual View<std::uint8_t> take_raw(int index, std::uint8_t* raw, std::uint8_t* labels) {
+    return {raw, labels, fill_raw(index, raw, labels)};
+  }
 };
 
 // The data of a run, read from its files by batch (data/samples.hpp: only labels and index
