@@ -119,9 +119,14 @@ std::vector<Fp32Case> fp32_cases() {
   return cases;
 }
 
-TEST(StepAllocations, Fp32StepsAllocateNothing) {
-  for (const Fp32Case& c : fp32_cases()) expect_no_step_allocations(c);
-}
+class Fp32StepAllocations : public ::testing::TestWithParam<Fp32Case> {};
+
+TEST_P(Fp32StepAllocations, NoneAfterTheFirstStep) { expect_no_step_allocations(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(StepAllocations, Fp32StepAllocations, ::testing::ValuesIn(fp32_cases()),
+                         [](const ::testing::TestParamInfo<Fp32Case>& info) {
+                           return test::param_name(info.param.name);
+                         });
 
 // int8 configurations: tests/train/int8_step_allocations_test.cpp, with
 // test::expect_steps_allocate_nothing (step_allocations.hpp) around Int8Trainer::step.
