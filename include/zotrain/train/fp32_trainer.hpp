@@ -8,7 +8,7 @@
 //   the batched probes' replicas (train/fp32_replicas.hpp);
 //   node perturbation (train/fp32_nodes.hpp);
 //   the ZO estimator (train/zo_estimator.hpp), driving this trainer's executor of the perturb /
-//     probe / update primitives (fp32_trainer.cpp), and the backprop optimizer
+//     probe / update primitives (fp32_step.cpp), and the backprop optimizer
 //     (train/optimizer.hpp).
 // What remains here: the layers' forward and backward passes over the planned buffers, and the
 // step that strings the components together.
@@ -166,7 +166,7 @@ class Fp32Trainer {
   std::unique_ptr<ZoEstimator> estimator_;
   const float* input_ = nullptr;  // the batch of the last forward pass (layer 0's input)
   std::uint64_t step_number_ = 0;
-  class ZoStep;  // the ZoExecutor of one step (fp32_trainer.cpp)
+  class ZoStep;  // the ZoExecutor of one step (fp32_step.cpp)
 };
 
 }  // namespace zt::train
