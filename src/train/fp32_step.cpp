@@ -18,10 +18,13 @@ std::uint64_t Fp32Trainer::draw_seed(std::uint64_t step_seed, int query) const {
   if (!opt_.pezo.stream_offsets) return step_seed;
   return step_number_ * static_cast<std::uint64_t>(opt_.queries) + static_cast<std::uint64_t>(query);
 }
+
 // The FP32 ZoExecutor of one step: θ_{1..C} perturbed in place by the ε-scaled Gaussian z_i
 // (stream fp32_perturbation_stream(i) of the step seed), probes that keep the loss (and, for
 // backprop, the error signal of the last pass), g_i the clipped finite difference, and the
 // update merged with the last query's restore.
+// Each primitive is one component's: perturb / update / blocks the ZO direction's, probe_all the
+// replicas', the node primitives node perturbation's; the passes are the trainer's.
 class Fp32Trainer::ZoStep final : public ZoExecutor {
  public:
   ZoStep(Fp32Trainer& t, const float* x, const std::uint8_t* labels, int n,
@@ -37,11 +40,11 @@ class Fp32Trainer::ZoStep final : public ZoExecutor {
 
   bool probe_all(int queries) override {
     if (!t_.opt_.batched) return false;
-    std::array<std::uint64_t, kMaxQueries> seeds;
-    for (int i = 0; i < queries; ++i) seeds[static_cast<std::size_t>(i)] = t_.draw_seed(seed_, i);
+    std::array<std::uint64_t, kMaxQueries> draws;  // each query's draw seed
+    for (int i = 0; i < queries; ++i) draws[static_cast<std::size_t>(i)] = t_.draw_seed(seed_, i);
     t_.direction_.sync();
     const float* logits = t_.replicas_.forward(
-        x_, n_, std::span(seeds.data(), static_cast<std::size_t>(queries)), bp_, times_);
+        x_, n_, std::span(draws.data(), static_cast<std::size_t>(queries)), bp_, times_);
     if (bp_) t_.input_ = x_;
     telemetry::ScopedPhase p(times_, telemetry::Phase::kLoss);
     const int classes = t_.model_.num_classes();
