@@ -104,6 +104,9 @@ struct EvalStats {
 class Fp32Trainer {
  public:
   Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options);
+  // The components hold references to the plan and the perturber: not copied, not moved.
+  Fp32Trainer(const Fp32Trainer&) = delete;
+  Fp32Trainer& operator=(const Fp32Trainer&) = delete;
 
   // x [n, input...] (n ≤ batch_size), labels [n]. lr_zo for θ_{1..C}, lr_bp for the rest.
   StepStats step(const float* x, const std::uint8_t* labels, int n, std::uint64_t step_seed,
