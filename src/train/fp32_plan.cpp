@@ -147,7 +147,6 @@ Fp32Plan::Fp32Plan(nn::Model& model, const Fp32PlanOptions& o) : model_(model) {
   h_dlogits_[0] = arena_.reserve("dlogits", classes * B);
   if (sets == 2) h_dlogits_[1] = arena_.reserve("dlogits.plus", classes * B);
   if (scratch_floats > 0) h_scratch_ = arena_.reserve("scratch", scratch_floats);
-  arena_.allocate();
 }
 
 float* Fp32Plan::layer_output(int i, int set) const {

@@ -1,12 +1,8 @@
 #include "zotrain/train/fp32_trainer.hpp"
 
 #include <algorithm>
-#include <array>
-#include <cstring>
-#include <tuple>
 
 #include "zotrain/core/error.hpp"
-#include "zotrain/core/seeds.hpp"
 #include "zotrain/kernels/softmax_xent.hpp"
 
 #ifdef ZT_OPENMP
@@ -14,9 +10,6 @@
 #endif
 
 namespace zt::train {
-
-using telemetry::Phase;
-using telemetry::ScopedPhase;
 
 namespace {
 
@@ -47,11 +40,23 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
       zo_params_(zo_param_count(model, options)),
       bp_params_(model.num_params() - zo_params_),
       bp_theta_(model.param_data() + zo_params_),
-      plan_(model, plan_options(options)),
-      stack_(model, plan_),
-      optimizer_(options.optimizer, bp_params_, plan_.adam_m(), plan_.adam_v()),
       perturber_(options.perturbation, options.isa, pezo_options(options, zo_params_)),
+      plan_(model, plan_options(options)),
+      direction_(model, options.partition, options.cache_direction, options.defer_zo_update,
+                 perturber_, plan_.arena()),
+      replicas_(model, plan_, options.batched, options.partition, options.queries,
+                options.batch_size, options.eps, perturber_, plan_.arena()),
+      nodes_(model, plan_, options.node_perturbation, options.partition, options.queries,
+             options.batch_size, options.eps, perturber_, plan_.arena()),
+      stack_(model, plan_),
+      optimizer_(options.optimizer, 0, nullptr, nullptr),
       estimator_(make_estimator(options.estimator, options.queries)) {
+  plan_.allocate();
+  const Arena& arena = plan_.arena();
+  direction_.bind(arena);
+  replicas_.bind(arena);
+  nodes_.bind(arena);
+  optimizer_ = BpOptimizer(opt_.optimizer, bp_params_, plan_.adam_m(), plan_.adam_v());
   const int L = model_.num_parametric();
   // Gradients: the backprop parameters' into the planned buffer, none for the ZO part.
   if (float* g = plan_.grad())
@@ -60,82 +65,12 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
       g += p->size();
     }
   for (nn::ParamTensor* p : model_.params_of_range(0, opt_.partition)) p->grad = nullptr;
-  if (opt_.batched) init_replicas();
-  if (opt_.cache_direction) z_cache_.resize(zo_params_);
-  const float* theta = model_.param_data();
-  for (int l = 0; l < opt_.partition; ++l) {
-    std::size_t size = 0;
-    const std::vector<nn::ParamTensor*> ps = model_.params_of_range(l, l + 1);
-    for (nn::ParamTensor* p : ps) size += p->size();
-    const auto begin = static_cast<std::size_t>(ps.front()->data - theta);
-    ZT_CHECK_MSG(begin == (zo_blocks_.empty() ? 0 : zo_blocks_.back().first + zo_blocks_.back().second),
-                 "the ZO layers' parameters are contiguous in θ");
-    zo_blocks_.emplace_back(begin, size);
-  }
-  zo_len_ = zo_params_;
-  init_nodes();
 }
 
-std::uint64_t Fp32Trainer::draw_seed(std::uint64_t step_seed, int query) const {
-  if (!opt_.pezo.stream_offsets) return step_seed;
-  return step_number_ * static_cast<std::uint64_t>(opt_.queries) + static_cast<std::uint64_t>(query);
-}
-
-void Fp32Trainer::sync_weights() {
-  if (!deferred_) return;
-  deferred_ = false;
-  kernels::add_scaled_f32(model_.param_data(), z_cache_.data(), zo_params_, deferred_scale_);
-}
-
-void Fp32Trainer::perturb_zo(std::uint64_t seed, std::uint64_t stream, float scale,
-                             bool deferrable) {
-  float* theta = model_.param_data() + zo_begin_;
-  if (z_cache_.empty()) {
-    perturber_.perturb(theta, zo_len_, seed, stream, zo_begin_, scale);
-    return;
-  }
-  const bool whole = zo_begin_ == 0 && zo_len_ == zo_params_;
-  if (z_cached_ && z_seed_ == seed && z_stream_ == stream) {
-    if (deferrable && whole && opt_.defer_zo_update && !deferred_) {
-      deferred_ = true;
-      deferred_scale_ = scale;
-      return;
-    }
-    sync_weights();
-    kernels::add_scaled_f32(theta, z_cache_.data() + zo_begin_, zo_len_, scale);
-    return;
-  }
-  if (whole) {  // drawn and added in one pass, after a pending update of the old direction
-    if (deferred_) {
-      deferred_ = false;
-      perturber_.update_perturb_fill(theta, z_cache_.data(), zo_len_, seed, stream, 0,
-                                     deferred_scale_, scale);
-    } else {
-      perturber_.perturb_fill(theta, z_cache_.data(), zo_len_, seed, stream, 0, scale);
-    }
-    z_seed_ = seed;
-    z_stream_ = stream;
-    z_cached_ = true;
-    return;
-  }
-  sync_weights();  // before the buffer's direction is replaced
-  z_seed_ = seed;
-  z_stream_ = stream;
-  z_cached_ = true;
-  perturber_.fill(z_cache_.data(), zo_params_, seed, stream, 0);
-  kernels::add_scaled_f32(theta, z_cache_.data() + zo_begin_, zo_len_, scale);
-}
-
-std::size_t Fp32Trainer::planned_bytes() const {
-  const std::size_t replicas = rep_act_[0].size() + rep_act_[1].size() + rep_w_.size() +
-                               rep_z_.size() + rep_scratch_.size() + z_cache_.size();
-  return plan_.arena().planned_bytes() + (model_.num_params() + replicas) * sizeof(float) +
-         node_bytes();
-}
 
 const float* Fp32Trainer::forward(const float* x, int n, int set) {
   ZT_CHECK(n >= 1 && n <= opt_.batch_size);
-  sync_weights();
+  direction_.sync();
   input_ = x;
   const Fp32Plan& p = plan_;
   float* scratch = p.scratch();
@@ -171,7 +106,7 @@ const float* Fp32Trainer::forward(const float* x, int n, int set) {
     const float* in = p.layer_input(x, i, set);
     float* out = p.layer_output(i, set);
     model_.layer(i).forward(n, in, out, scratch);
-    if (capture_nodes_) capture_node(i, in, out, n);
+    if (nodes_.capturing()) nodes_.capture(i, in, out, n);
   };
   for (int i = chunked_end; i < plain_end; ++i) whole_batch(i);
   if (p.lean) {
@@ -201,213 +136,6 @@ void Fp32Trainer::backward(int n, int set, const float* dlogits) {
     dy = dx;
     cur ^= 1;
   }
-}
-
-// The FP32 ZoExecutor of one step: θ_{1..C} perturbed in place by the ε-scaled Gaussian z_i
-// (stream fp32_perturbation_stream(i) of the step seed), probes that keep the loss (and, for
-// backprop, the error signal of the last pass), g_i the clipped finite difference, and the
-// update merged with the last query's restore.
-class Fp32Trainer::ZoStep final : public ZoExecutor {
- public:
-  ZoStep(Fp32Trainer& t, const float* x, const std::uint8_t* labels, int n,
-         std::uint64_t step_seed, float lr_zo, bool bp, telemetry::PhaseTimes& times)
-      : t_(t), x_(x), labels_(labels), n_(n), seed_(step_seed), lr_(lr_zo), bp_(bp),
-        times_(times) {}
-
-  void perturb(int query, int k) override {
-    telemetry::ScopedPhase p(times_, telemetry::Phase::kZoPerturb);
-    t_.perturb_zo(t_.draw_seed(seed_, query), seeds::fp32_perturbation_stream(query),
-                  static_cast<float>(k) * t_.opt_.eps);
-  }
-
-  bool probe_all(int queries) override {
-    if (!t_.opt_.batched) return false;
-    const float* logits = t_.forward_replicas(x_, n_, seed_, queries, bp_, times_);
-    telemetry::ScopedPhase p(times_, telemetry::Phase::kLoss);
-    const int classes = t_.model_.num_classes();
-    const std::size_t rows = static_cast<std::size_t>(n_) * static_cast<std::size_t>(classes);
-    for (int i = 0; i < queries; ++i) {
-      const bool last = i == queries - 1;  // its − replica feeds backprop (+ too with two sets)
-      float* d_plus = bp_ && last && t_.plan_.sets == 2 ? t_.plan_.dlogits(1) : nullptr;
-      float* d_minus = bp_ && last ? t_.plan_.dlogits(0) : nullptr;
-      const auto at = [&](int r) { return logits + static_cast<std::size_t>(r) * rows; };
-      batch_plus_[i] = kernels::softmax_xent_f32(n_, classes, at(2 * i), labels_, d_plus, nullptr);
-      batch_minus_[i] = kernels::softmax_xent_f32(n_, classes, at(2 * i + 1), labels_, d_minus,
-                                                  last ? &correct_ : nullptr);
-    }
-    batched_ = true;
-    return true;
-  }
-
-  void probe(int, ProbeSide side) override {
-    const int classes = t_.model_.num_classes();
-    const float* logits;
-    if (side == ProbeSide::kPlus) {
-      // BatchNorm running statistics move once per step, from the − pass (the one backprop
-      // uses); both passes normalise with their batch statistics.
-      {
-        telemetry::ScopedPhase p(times_, telemetry::Phase::kForward);
-        t_.model_.set_update_running_stats(false);
-        logits = t_.forward(x_, n_, t_.plan_.sets == 2 ? 1 : 0);
-        t_.model_.set_update_running_stats(true);
-      }
-      telemetry::ScopedPhase p(times_, telemetry::Phase::kLoss);
-      float* dlogits_plus = t_.plan_.sets == 2 ? t_.plan_.dlogits(1) : nullptr;
-      loss_plus_ = kernels::softmax_xent_f32(n_, classes, logits, labels_, dlogits_plus, nullptr);
-    } else {
-      {
-        telemetry::ScopedPhase p(times_, telemetry::Phase::kForward);
-        // Node perturbation keeps the first clean pass's inputs and outputs; a second clean
-        // pass (for backprop) runs at the same θ and would copy the same values again.
-        t_.capture_nodes_ = !t_.nodes_.empty() && !nodes_captured_;
-        logits = t_.forward(x_, n_, 0);
-        t_.capture_nodes_ = false;
-      }
-      telemetry::ScopedPhase p(times_, telemetry::Phase::kLoss);
-      loss_minus_ = kernels::softmax_xent_f32(n_, classes, logits, labels_,
-                                              bp_ ? t_.plan_.dlogits(0) : nullptr,
-                                              &correct_);
-      if (!t_.nodes_.empty() && !nodes_captured_) t_.keep_clean_losses(logits, labels_, n_);
-      nodes_captured_ = true;
-    }
-  }
-
-  std::size_t block_nodes(int b) const override {
-    if (t_.nodes_.empty()) return 0;
-    const NodeBlock& nb = t_.nodes_[static_cast<std::size_t>(b)];
-    return nb.layer >= 0 ? nb.out : 0;
-  }
-  double active_nodes(int b) const override {
-    return t_.nodes_.empty() ? 0.0 : t_.nodes_[static_cast<std::size_t>(b)].active;
-  }
-  int samples() const override { return n_; }
-
-  void probe_nodes(int b, int query) override {
-    double lp;
-    {
-      telemetry::ScopedPhase p(times_, telemetry::Phase::kForward);
-      lp = t_.probe_nodes(b, query, seed_, labels_, n_);
-    }
-    // Reported like a one-sided query: the mean loss and the batch loss's finite difference.
-    loss_sum_ += 0.5 * (lp + loss_minus_);
-    g_sum_ += (lp - loss_minus_) / static_cast<double>(t_.opt_.eps);
-    ++queries_;
-  }
-
-  void update_nodes(int b, int queries, double scale) override {
-    telemetry::ScopedPhase p(times_, telemetry::Phase::kZoUpdate);
-    t_.update_nodes(b, queries, seed_, n_, static_cast<float>(lr_ * scale));
-  }
-
-  double estimate(int query, int span) override {
-    telemetry::ScopedPhase p(times_, telemetry::Phase::kLoss);
-    // Sequential: the last + and − probes; batched: the query's replicas.
-    const double lp = batched_ ? batch_plus_[query] : loss_plus_;
-    const double lm = batched_ ? batch_minus_[query] : loss_minus_;
-    const double g = (lp - lm) / (span * static_cast<double>(t_.opt_.eps));
-    const double clip = t_.opt_.grad_clip;
-    clipped_ = clipped_ || g > clip || g < -clip;
-    loss_sum_ += 0.5 * (lp + lm);
-    ++queries_;
-    return std::clamp(g, -clip, clip);
-  }
-
-  void update(std::span<const double> g, int restore_k) override {
-    telemetry::ScopedPhase p(times_, telemetry::Phase::kZoUpdate);
-    const int q = static_cast<int>(g.size());
-    for (int i = 0; i < q; ++i) {
-      const float restore = i == q - 1 ? static_cast<float>(restore_k) * t_.opt_.eps : 0.0f;
-      const double gi = g[static_cast<std::size_t>(i)] / q;  // exact for q = 1
-      t_.perturb_zo(t_.draw_seed(seed_, i), seeds::fp32_perturbation_stream(i),
-                    restore - lr_ * static_cast<float>(gi), i == q - 1);
-      g_sum_ += g[static_cast<std::size_t>(i)];
-    }
-  }
-
-  int blocks() const override { return static_cast<int>(t_.zo_blocks_.size()); }
-  std::size_t block_size(int b) const override {
-    return t_.zo_blocks_[static_cast<std::size_t>(b)].second;
-  }
-  void select_block(int b) override {
-    if (b < 0) {
-      t_.zo_begin_ = 0;
-      t_.zo_len_ = t_.zo_params_;
-    } else {
-      std::tie(t_.zo_begin_, t_.zo_len_) = t_.zo_blocks_[static_cast<std::size_t>(b)];
-    }
-  }
-
-  // The backprop part reads the kept activations of set 0, which every probe writes unless
-  // the + probes have a set of their own.
-  bool clean_pass_last() const override { return bp_ && t_.plan_.sets == 1; }
-
-  void finish(StepStats& st) const {
-    st.loss = loss_sum_ / queries_;
-    st.g = g_sum_ / queries_;
-    st.clipped = clipped_;
-    st.correct = correct_;
-  }
-
- private:
-  Fp32Trainer& t_;
-  const float* x_;
-  const std::uint8_t* labels_;
-  int n_;
-  std::uint64_t seed_;
-  float lr_;
-  bool bp_;
-  telemetry::PhaseTimes& times_;
-  double loss_plus_ = 0, loss_minus_ = 0, loss_sum_ = 0, g_sum_ = 0;
-  std::array<double, kMaxQueries> batch_plus_{}, batch_minus_{};  // probe_all's, per query
-  bool batched_ = false, nodes_captured_ = false;
-  int queries_ = 0, correct_ = 0;
-  bool clipped_ = false;
-};
-
-StepStats Fp32Trainer::step(const float* x, const std::uint8_t* labels, int n,
-                            std::uint64_t step_seed, float lr_zo, float lr_bp,
-                            telemetry::PhaseTimes& times) {
-  StepStats st;
-  const int L = model_.num_parametric();
-  const bool zo = opt_.partition > 0, bp = opt_.partition < L;
-  const int classes = model_.num_classes();
-  float* dlogits = plan_.dlogits(0);
-  if (bp) std::memset(plan_.grad(), 0, bp_params_ * sizeof(float));
-
-  if (!zo) {
-    const float* logits;
-    {
-      ScopedPhase t(times, Phase::kForward);
-      logits = forward(x, n, 0);
-    }
-    {
-      ScopedPhase t(times, Phase::kLoss);
-      st.loss = kernels::softmax_xent_f32(n, classes, logits, labels, dlogits, &st.correct);
-    }
-  } else {
-    ZoStep zo_step(*this, x, labels, n, step_seed, lr_zo, bp, times);
-    std::array<double, kMaxQueries> g{};
-    estimator_->step(zo_step, g);
-    zo_step.finish(st);
-    if (bp && plan_.sets == 2) {
-      float* dlogits_plus = plan_.dlogits(1);
-      // Average of both passes' gradients: halve both error signals and accumulate.
-      ScopedPhase t(times, Phase::kBackward);
-      const std::size_t m = static_cast<std::size_t>(n) * static_cast<std::size_t>(classes);
-      for (std::size_t i = 0; i < m; ++i) {
-        dlogits_plus[i] *= 0.5f;
-        dlogits[i] *= 0.5f;
-      }
-      backward(n, 1, dlogits_plus);
-    }
-  }
-  if (bp) {
-    ScopedPhase t(times, Phase::kBackward);
-    backward(n, 0, dlogits);
-    optimizer_.apply(bp_theta_, plan_.grad(), lr_bp);
-  }
-  ++step_number_;
-  return st;
 }
 
 EvalStats Fp32Trainer::evaluate(const float* x, const std::uint8_t* labels, int n) {

@@ -1,7 +1,8 @@
 // The buffer plan of FP32 training: which layer outputs get a buffer of their own, which share
 // ping-pong buffers, what the lean plan streams and in what chunks, and every buffer's size —
-// decided once from the model's description and the options, reserved in one Arena and
-// allocated; a training step only reads the plan.
+// decided once from the model's description and the options and reserved in one Arena, beside the
+// buffers of the trainer's other components (train/fp32_trainer.hpp), which reserve theirs in the
+// same arena before allocate(); a training step only reads the plan.
 //
 // Kept and ping-pong: layers before the backprop segment write into two ping-pong buffers (a
 // ZO forward is inference: an activation is dead once the next layer has read it); the
@@ -46,7 +47,10 @@ struct Fp32PlanOptions {
 
 class Fp32Plan {
  public:
+  // Decides and reserves the plan's buffers; the arena is allocated by allocate(), once every
+  // other component has reserved its own (no buffer can be read before).
   Fp32Plan(nn::Model& model, const Fp32PlanOptions& options);
+  void allocate() { arena_.allocate(); }
 
   // ---- the decisions (read-only after construction) ----
   int seg = 0;            // first layer of the backprop segment
@@ -87,6 +91,7 @@ class Fp32Plan {
   float* tail_argmax() const { return arena_.get(h_tail_argmax_); }
 
   const Arena& arena() const { return arena_; }
+  Arena& arena() { return arena_; }  // for the other components' reservations
 
  private:
   nn::Model& model_;

@@ -1,10 +1,17 @@
 // FP32 training of a Model by Full BP (C = 0), Full ZO (C = L) or ElasticZO (0 < C < L).
-// The trainer is put together from pieces with one job each: the buffer plan
-// (train/fp32_plan.hpp, decided and allocated once; step() allocates nothing), the point-stack
-// streamer (train/point_stack.hpp), the ZO estimator (train/zo_estimator.hpp, driving this
-// trainer's executor of the perturb / probe / update primitives) and the backprop optimizer
-// (train/optimizer.hpp). What remains here is the executor: the layers' forward and backward
-// passes over the planned buffers.
+// The trainer is an executor over components with one job each, every one of which reserves
+// its buffers in the plan's arena before it is allocated (a step allocates nothing):
+//   the buffer plan (train/fp32_plan.hpp): activations, errors, gradients, scratch, Adam state;
+//   the point-stack streamer (train/point_stack.hpp);
+//   the ZO direction (train/fp32_direction.hpp): θ_{1..C} perturbed in place, blocks, the
+//     direction cache and the deferred update;
+//   the batched probes' replicas (train/fp32_replicas.hpp);
+//   node perturbation (train/fp32_nodes.hpp);
+//   the ZO estimator (train/zo_estimator.hpp), driving this trainer's executor of the perturb /
+//     probe / update primitives (fp32_step.cpp), and the backprop optimizer
+//     (train/optimizer.hpp).
+// What remains here: the layers' forward and backward passes over the planned buffers, and the
+// step that strings the components together.
 //
 // ZO step (docs/design.md §4, Algorithm 1): θ_{1..C} are one contiguous range of the model's
 // storage, perturbed in place by z(step_seed, stream 0, element index) — never stored, regenerated
@@ -36,7 +43,10 @@
 #include "zotrain/kernels/perturb.hpp"
 #include "zotrain/nn/model.hpp"
 #include "zotrain/telemetry/phases.hpp"
+#include "zotrain/train/fp32_direction.hpp"
+#include "zotrain/train/fp32_nodes.hpp"
 #include "zotrain/train/fp32_plan.hpp"
+#include "zotrain/train/fp32_replicas.hpp"
 #include "zotrain/train/optimizer.hpp"
 #include "zotrain/train/point_stack.hpp"
 #include "zotrain/train/zo_estimator.hpp"
@@ -58,7 +68,7 @@ struct Fp32TrainerOptions {
   kernels::PerturbSource perturbation = kernels::PerturbSource::kGaussian;  // where z comes from
   kernels::PezoOptions pezo;  // the PeZO sources
   // P-RGE's batched probes: the ± passes of all q queries as one forward over 2q replicas of
-  // the batch, θ untouched (fp32_replicas.cpp). Models without BatchNorm only.
+  // the batch, θ untouched (train/fp32_replicas.hpp). Models without BatchNorm only.
   bool batched = false;
   // The step's direction z_i drawn once into a buffer of zo_params() floats and read back by
   // the − pass and the update (the same bits as regenerating it; one query cached at a time).
@@ -72,7 +82,7 @@ struct Fp32TrainerOptions {
   bool defer_zo_update = false;
   // Node perturbation (layer-wise estimator): a ZO layer that is fully connected, runs on the
   // whole batch and has fewer outputs than weights is estimated by perturbing its outputs per
-  // sample and mapping the node gradient to its weights (fp32_nodes.cpp).
+  // sample and mapping the node gradient to its weights (train/fp32_nodes.hpp).
   bool node_perturbation = false;
   // Lean plan: points per chunk, 0 = automatic; otherwise a multiple of
   // nn::BatchNorm::kStatRowBlock (32) or at least N.
@@ -94,6 +104,9 @@ struct EvalStats {
 class Fp32Trainer {
  public:
   Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options);
+  // The components hold references to the plan and the perturber: not copied, not moved.
+  Fp32Trainer(const Fp32Trainer&) = delete;
+  Fp32Trainer& operator=(const Fp32Trainer&) = delete;
 
   // x [n, input...] (n ≤ batch_size), labels [n]. lr_zo for θ_{1..C}, lr_bp for the rest.
   StepStats step(const float* x, const std::uint8_t* labels, int n, std::uint64_t step_seed,
@@ -106,8 +119,8 @@ class Fp32Trainer {
 
   // defer_zo_update: θ made current (a pending update applied), or a pending update dropped
   // because θ is about to be overwritten (a checkpoint loaded).
-  void sync_weights();
-  void discard_deferred() { deferred_ = false; }
+  void sync_weights() { direction_.sync(); }
+  void discard_deferred() { direction_.discard_pending(); }
 
   const Fp32TrainerOptions& options() const { return opt_; }
   // The run's step number of the next step (counted up by step()); PeZO's stream offsets
@@ -115,9 +128,11 @@ class Fp32Trainer {
   void set_step_number(std::uint64_t k) { step_number_ = k; }
   std::size_t zo_params() const { return zo_params_; }
   std::size_t bp_params() const { return bp_params_; }
-  // Bytes this trainer allocated for training (arena: activations, errors, gradients, scratch,
-  // optimizer state) plus the model's parameters.
-  std::size_t planned_bytes() const;
+  // Bytes this trainer allocated for training (the arena: every component's buffers) plus the
+  // model's parameters.
+  std::size_t planned_bytes() const {
+    return plan_.arena().planned_bytes() + model_.num_params() * sizeof(float);
+  }
   const Arena& arena() const { return plan_.arena(); }
   // Whether the lean plan applies to this model and partition, and its points per chunk.
   bool lean() const { return plan_.lean; }
@@ -134,68 +149,27 @@ class Fp32Trainer {
  private:
   const float* forward(const float* x, int n, int set);  // returns the logits
   void backward(int n, int set, const float* dlogits);
-  // Batched probes (fp32_replicas.cpp): replica 2i + s (s = 0: +, 1: −) of the batch runs at
-  // θ_{1..C} + (1 − 2s)·ε·z_i; returns the logits of all 2q replicas, [2q·n, classes]. With
-  // `bp`, the activations of the backprop segment of replica 2(q−1) + 1 (and of 2(q−1) with two
-  // activation sets) go to the plan's buffers, as a sequential − (+) pass leaves them.
-  void init_replicas();
-  const float* forward_replicas(const float* x, int n, std::uint64_t seed, int q, bool bp,
-                                telemetry::PhaseTimes& times);
+  // The `seed` a perturbation of query i is drawn with: the step seed, or with PeZO's stream
+  // offsets the run-wide perturbation number step_number·q + i.
+  std::uint64_t draw_seed(std::uint64_t step_seed, int query) const;
 
   nn::Model& model_;
   Fp32TrainerOptions opt_;
   std::size_t zo_params_ = 0, bp_params_ = 0;
   float* bp_theta_ = nullptr;  // first BP parameter in the model's storage
+  kernels::Perturber perturber_;
+  // The components: each reserves its buffers in plan_'s arena when constructed; the
+  // constructor then allocates the arena and binds them.
   Fp32Plan plan_;
+  Fp32ZoDirection direction_;
+  Fp32Replicas replicas_;  // reserves nothing unless opt_.batched
+  Fp32NodePerturbation nodes_;
   PointStackStreamer stack_;
   BpOptimizer optimizer_;
-  const float* input_ = nullptr;  // the batch of the last forward pass (layer 0's input)
-  kernels::Perturber perturber_;
   std::unique_ptr<ZoEstimator> estimator_;
-  std::vector<float> rep_act_[2], rep_w_, rep_z_, rep_scratch_;  // batched probes' buffers
-  // θ_{1..C} += scale · z of (seed, stream): regenerated, or from the cache (cache_direction).
-  // `deferrable`: the step's last ZO update, which defer_zo_update may keep pending.
-  void perturb_zo(std::uint64_t seed, std::uint64_t stream, float scale, bool deferrable = false);
-  // The `seed` a perturbation of query i is drawn with: the step seed, or with PeZO's stream
-  // offsets the run-wide perturbation number step_number·q + i.
-  std::uint64_t draw_seed(std::uint64_t step_seed, int query) const;
+  const float* input_ = nullptr;  // the batch of the last forward pass (layer 0's input)
   std::uint64_t step_number_ = 0;
-  // The ZO layers as blocks of θ_{1..C} (begin, size), and the range perturb_zo acts on: all of
-  // θ_{1..C}, or one block while a layer-wise estimator has selected it.
-  std::vector<std::pair<std::size_t, std::size_t>> zo_blocks_;
-  std::size_t zo_begin_ = 0, zo_len_ = 0;
-  std::vector<float> z_cache_;  // cache_direction: the direction of (z_seed_, z_stream_)
-  std::uint64_t z_seed_ = 0, z_stream_ = 0;
-  bool z_cached_ = false;
-  bool deferred_ = false;       // defer_zo_update: θ_{1..C} += deferred_scale_ · z_cache_ pending
-  float deferred_scale_ = 0.0f;
-  // Node perturbation (fp32_nodes.cpp). Per ZO block: the layer whose outputs it perturbs (−1:
-  // weights only), what the clean pass left (its input and output, per-sample losses) and the
-  // per-sample losses of its probes.
-  struct NodeBlock {
-    int layer = -1;
-    std::size_t in = 0, out = 0;  // floats per sample of its input and output
-    bool relu_after = false;      // the next layer is a ReLU: outputs ≤ 0 are inactive nodes
-    std::vector<float> input, clean;
-    std::vector<double> losses;  // [q][n]
-    double active = 0;           // mean active outputs per sample in the clean pass
-  };
-  std::vector<NodeBlock> nodes_;  // one per ZO block when node_perturbation, else empty
-  std::vector<double> clean_losses_;
-  std::vector<float> node_xi_, node_dy_;
-  bool capture_nodes_ = false;  // set during the clean probe: forward() keeps the NP inputs
-  void init_nodes();
-  std::size_t node_bytes() const;
-  void capture_node(int layer, const float* in, const float* out, int n);
-  void keep_clean_losses(const float* logits, const std::uint8_t* labels, int n);
-  // The noise ε·ξ of query i on block b's outputs (inactive nodes 0), into node_xi_.
-  void draw_nodes(int b, int query, std::uint64_t seed, int n);
-  // A forward pass from block b's outputs, perturbed by query i; keeps the per-sample losses and
-  // returns their mean.
-  double probe_nodes(int b, int query, std::uint64_t seed, const std::uint8_t* labels, int n);
-  // θ_b −= lr · ĝ_b from the node estimate of q queries.
-  void update_nodes(int b, int queries, std::uint64_t seed, int n, float lr);
-  class ZoStep;  // the ZoExecutor of one step (fp32_trainer.cpp)
+  class ZoStep;  // the ZoExecutor of one step (fp32_step.cpp)
 };
 
 }  // namespace zt::train
