@@ -12,13 +12,18 @@
 // the layer after it on, and updated through the local chain rule with K = n·q independent
 // directions and d = its active outputs per sample in the scaling K / (K + d − 1).
 #include <algorithm>
+#include <array>
 #include <memory>
-#include <vector>
 
+#include "zotrain/core/error.hpp"
 #include "zotrain/train/zo_estimator.hpp"
 
 namespace zt::train {
 namespace {
+
+// The blocks' estimates live on the stack (a step allocates nothing): at most this many ZO
+// layers (LeNet-5 has 5 parametric layers, PointNet 8).
+constexpr int kMaxBlocks = 32;
 
 class Layerwise final : public ZoEstimator {
  public:
@@ -28,7 +33,8 @@ class Layerwise final : public ZoEstimator {
   void step(ZoExecutor& ex, std::span<double> g) const override {
     const int blocks = ex.blocks();
     const auto q = static_cast<std::size_t>(queries_);
-    std::vector<double> gb(static_cast<std::size_t>(blocks) * q);
+    ZT_CHECK_MSG(blocks <= kMaxBlocks, "the layer-wise estimator takes at most 32 ZO layers");
+    std::array<double, static_cast<std::size_t>(kMaxBlocks) * kMaxQueries> gb;
     ex.probe(0, ProbeSide::kMinus);
     // Node perturbation where the executor offers it and the block has fewer outputs per sample
     // than weights (PMT's adaptive rule), weight perturbation elsewhere.
@@ -51,7 +57,7 @@ class Layerwise final : public ZoEstimator {
     }
     if (ex.clean_pass_last()) ex.probe(0, ProbeSide::kMinus);
     std::fill(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(q), 0.0);
-    std::vector<double> scaled(q);
+    std::array<double, kMaxQueries> scaled;
     int weight_blocks = 0;
     for (int b = 0; b < blocks; ++b) weight_blocks += nodes(b) ? 0 : 1;
     for (int b = 0; b < blocks; ++b) {
@@ -69,7 +75,7 @@ class Layerwise final : public ZoEstimator {
         scaled[i] = gns * gi;
         g[i] += gi / weight_blocks;
       }
-      ex.update(scaled, 0);
+      ex.update(std::span<const double>(scaled.data(), q), 0);
     }
     ex.select_block(-1);
   }
