@@ -1,0 +1,124 @@
+// No heap allocation inside an int8 training step (docs/design.md §5): every buffer a step uses
+// is reserved in the Int8Plan's arena before the first step. Each configuration runs its steps
+// as the int8 engine does (src/train/int8_engine.cpp: int8_step or int8_layerwise_step through
+// the estimator seam), one warm-up step, then counts allocations over three more.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#ifdef ZT_OPENMP
+#include <omp.h>
+#endif
+
+#include "../alloc_counter.hpp"
+#include "zotrain/core/rng.hpp"
+#include "zotrain/kernels/quant.hpp"
+#include "zotrain/nn/int8_setup.hpp"
+#include "zotrain/nn/lenet5.hpp"
+#include "zotrain/nn/pointnet.hpp"
+#include "zotrain/train/int8_trainer.hpp"
+#include "zotrain/train/int8_zo.hpp"
+
+namespace zt::train {
+namespace {
+
+enum class Model { kLeNet5, kPointNet };
+
+struct Case {
+  std::string name;
+  Model model = Model::kLeNet5;
+  int partition = 0;  // C; −1: every parametric layer (Full ZO), −2: all but the last two (Cls1)
+  bool layerwise = false;
+  bool nodes = false;
+  int queries = 1;
+  bool cache = false;
+  std::size_t chunk_elems = kTailChunkElems;
+  std::size_t deep_stream_bytes = kDeepStreamBytes;
+};
+
+constexpr int kPoints = 64;
+
+// Allocations of `steps` steps after one warm-up step; bytes into *bytes.
+std::size_t count_step_allocations(const Case& c, int steps, std::size_t* bytes) {
+  const bool points = c.model == Model::kPointNet;
+  const int batch = points ? 4 : 32;
+  auto fp32 = points ? nn::make_pointnet(kPoints, kernels::Isa::kReference)
+                     : nn::make_lenet5(kernels::Isa::kReference);
+  auto net = nn::make_int8_net(*fp32, kernels::best_isa());
+  nn::init_niti(*net, 5);
+  const int L = net->num_parametric();
+  Int8TrainerOptions o;
+  o.partition = c.partition == -1 ? L : (c.partition == -2 ? L - 2 : c.partition);
+  o.batch_size = batch;
+#ifdef ZT_OPENMP
+  o.threads = omp_get_max_threads();
+#endif
+  o.layerwise = c.layerwise;
+  o.node_perturbation = c.nodes;
+  o.queries = c.queries;
+  o.cache_direction = c.cache;
+  o.tail_chunk_elems = c.chunk_elems;
+  o.deep_stream_bytes = c.deep_stream_bytes;
+  Int8Trainer t(*net, o);
+  const auto estimator = make_estimator(c.layerwise ? "layerwise" : "two_sided", c.queries);
+  const int classes = net->num_classes();
+  const std::size_t in = net->input_shape().numel() * static_cast<std::size_t>(batch);
+  std::vector<std::int8_t> x(in);
+  std::vector<std::uint8_t> labels(static_cast<std::size_t>(batch));
+  SplitMix64 rng(3);
+  for (auto& v : x) v = static_cast<std::int8_t>(static_cast<int>(rng.below(129)) - 64);
+  for (auto& l : labels) l = static_cast<std::uint8_t>(rng.below(static_cast<std::uint64_t>(classes)));
+  Int8Hyper h;
+  h.zero_threshold = std::uint64_t{1} << 31;
+  const int exponent = points ? -6 : kernels::pixel_quant_shift().exponent;
+  auto step = [&](std::uint64_t seed) {
+    if (c.layerwise)
+      int8_layerwise_step(t, *estimator, x.data(), exponent, batch, labels.data(), classes, seed,
+                          h, 0.01);
+    else
+      int8_step(t, *estimator, x.data(), exponent, batch, labels.data(), classes, seed, h,
+                {Int8Sign::kFloat});
+    t.take_phase_ns();
+  };
+  step(100);
+  test::CountAllocations counter;
+  for (int s = 0; s < steps; ++s) step(101 + static_cast<std::uint64_t>(s));
+  *bytes = counter.bytes();
+  return counter.count();
+}
+
+TEST(Int8StepAllocations, NoneAfterTheFirstStep) {
+  const std::vector<Case> cases = {
+      {.name = "LeNet-5 Full BP"},
+      {.name = "LeNet-5 Full ZO", .partition = -1},
+      {.name = "LeNet-5 ElasticZO Cls1", .partition = -2},
+      {.name = "LeNet-5 ElasticZO Cls1 cache_direction", .partition = -2, .cache = true},
+      {.name = "LeNet-5 PMT layerwise Full ZO", .partition = -1, .layerwise = true},
+      {.name = "LeNet-5 PMT layerwise Full ZO + node perturbation q=2", .partition = -1,
+       .layerwise = true, .nodes = true, .queries = 2},
+      {.name = "LeNet-5 PMT layerwise Cls1 + node perturbation q=2", .partition = -2,
+       .layerwise = true, .nodes = true, .queries = 2},
+      {.name = "PointNet lean tail (ZO part)", .model = Model::kPointNet, .partition = 6,
+       .chunk_elems = 1024 * 7},
+      {.name = "PointNet lean tail (backprop part)", .model = Model::kPointNet, .partition = 3,
+       .chunk_elems = 1024 * 7},
+      {.name = "PointNet deep streaming", .model = Model::kPointNet, .partition = 3,
+       .chunk_elems = 1024 * 7, .deep_stream_bytes = 0},
+      {.name = "PointNet deep streaming Full BP", .model = Model::kPointNet, .partition = 0,
+       .chunk_elems = 1024 * 7, .deep_stream_bytes = 0},
+      {.name = "PointNet PMT layerwise + node perturbation q=2", .model = Model::kPointNet,
+       .partition = -1, .layerwise = true, .nodes = true, .queries = 2},
+  };
+  for (const Case& c : cases) {
+    std::size_t bytes = 0;
+    const std::size_t count = count_step_allocations(c, 3, &bytes);
+    EXPECT_EQ(count, 0u) << c.name << ": " << count << " heap allocations (" << bytes
+                         << " bytes) in 3 steps after the first";
+  }
+}
+
+}  // namespace
+}  // namespace zt::train
