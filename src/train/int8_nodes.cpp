@@ -32,9 +32,9 @@ Int8NodePerturbation::Int8NodePerturbation(nn::Int8Net& net, const Int8Plan& pla
     nb.in = l.in.numel();
     nb.out = l.out.numel();
     nb.relu_after = li + 1 < net.size() && net.layer(li + 1).op == nn::LayerOp::kRelu;
-    nb.h_input = arena.reserve<std::int8_t>("node perturbation: " + l.name + " input (int8)",
+    nb.h_input = arena.reserve<std::int8_t>(l.name + " node input (int8)",
                                             B * nb.in);
-    nb.h_clean = arena.reserve<std::int8_t>("node perturbation: " + l.name + " output (int8)",
+    nb.h_clean = arena.reserve<std::int8_t>(l.name + " node output (int8)",
                                             B * nb.out);
     widest_ = std::max(widest_, nb.out);
     widest_in = std::max(widest_in, nb.in);
@@ -42,11 +42,11 @@ Int8NodePerturbation::Int8NodePerturbation(nn::Int8Net& net, const Int8Plan& pla
   if (widest_ == 0) return;
   h_grad_ = arena.reserve<std::int32_t>("node gradient (int32)", B * widest_);
   h_losses_ = arena.reserve<double>(
-      "node perturbation sample losses (f64)",
+      "node sample losses (f64)",
       B * (1 + static_cast<std::size_t>(o.partition) * static_cast<std::size_t>(o.queries)));
   h_work_ = arena.reserve<double>("node gradient (f64)", B * widest_);
   h_xi_ = arena.reserve<std::int8_t>("node directions (int8)", B * widest_);
-  h_row_ = arena.reserve<std::int64_t>("node update row sums (int64)", widest_in);
+  h_row_ = arena.reserve<std::int64_t>("node row sums (int64)", widest_in);
 }
 
 const Int8NodePerturbation::Block& Int8NodePerturbation::block(int b) const {

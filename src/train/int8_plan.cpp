@@ -108,7 +108,7 @@ Int8Plan::Int8Plan(const nn::Int8Net& net, const Int8PlanOptions& o) {
     h_tail_y_ = arena_.reserve<std::int8_t>("tail backward chunk output (int8)", chunk);
     h_tail_e_ = arena_.reserve<std::int8_t>("tail backward chunk error (int8)", chunk);
     if (l.norm)
-      h_tail_coef_ = arena_.reserve<std::int64_t>("tail BatchNorm backward coefficients (int64)",
+      h_tail_coef_ = arena_.reserve<std::int64_t>("tail BatchNorm coefficients (int64)",
                                                   3 * static_cast<std::size_t>(l.out.dims.back()));
   }
   if (grad_sum > 0)

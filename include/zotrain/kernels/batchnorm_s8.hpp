@@ -77,7 +77,7 @@ constexpr std::int64_t round_shift64(std::int64_t x, int s) {
 }  // namespace bn_detail
 
 // The same backward in pieces, for a tensor that is streamed in chunks of rows and never whole
-// (train/int8_trainer.cpp): (1) Σe and Σe·x̂ per channel over every row into sums [2C];
+// (src/train/int8_point_stack.cpp): (1) Σe and Σe·x̂ per channel over every row into sums [2C];
 // (2) dy() of every element, for the largest magnitude; (3) error(dy(), shift(largest)) of
 // every element. Same bits as batchnorm_backward_s8. coef is the caller's buffer of 3·C int64
 // (no allocation in a training step).

@@ -23,10 +23,15 @@
 //                        off, ȳ ≤ 0, left alone)
 //   update_nodes(b, f)   θ_b −= StoShift(Σ_n G_n ⊗ x̄_n, f) with G = node_grad() [n, M], the
 //                        node gradient in fixed point (f fractional bits) that the caller wrote
-// This header and src/train/int8_trainer.cpp are integer-only (the aarch64 test build compiles
-// them with -mgeneral-regs-only); phase times are kept as integer nanoseconds.
+// This header, src/train/int8_trainer.cpp and its components are integer-only (the aarch64
+// test build compiles them with -mgeneral-regs-only); phase times are integer nanoseconds.
 //
-// Buffers and the lean tail: train/int8_plan.hpp.
+// The trainer is an executor over its components, whose buffers are all reserved in the
+// Int8Plan's arena (train/int8_plan.hpp: the buffers and the lean tail) before it allocates:
+//   Int8PointStackStreamer  train/int8_point_stack.hpp  the lean plan's streamed per-point stack
+//   Int8ZoDirection         train/int8_direction.hpp    z of θ_{1..C} (cached or regenerated) and
+//                                                        the layer-wise blocks
+//   Int8NodePerturbation    train/int8_nodes.hpp        node perturbation's blocks and work space
 #pragma once
 
 #include <array>
