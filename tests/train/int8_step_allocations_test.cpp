@@ -120,5 +120,34 @@ TEST(Int8StepAllocations, NoneAfterTheFirstStep) {
   }
 }
 
+// Node perturbation's buffers are in the plan: LeNet-5 at batch 256 with fc1, fc2 and fc3
+// node-perturbed plans their inputs and outputs and the executor's work space (for fc1, the
+// widest: its float node gradient 256 × 120 × 8 bytes and its ξ 256 × 120 bytes, ≈276 KB).
+TEST(Int8StepAllocations, NodePerturbationBuffersArePlanned) {
+  auto fp32 = nn::make_lenet5(kernels::Isa::kReference);
+  auto net = nn::make_int8_net(*fp32, kernels::Isa::kReference);
+  Int8TrainerOptions o;
+  o.partition = net->num_parametric();
+  o.batch_size = 256;
+  o.layerwise = true;
+  const Int8Trainer weights_only(*net, o);
+  o.node_perturbation = true;
+  o.queries = 2;
+  const Int8Trainer nodes(*net, o);
+  std::size_t listed = 0;
+  for (const auto& e : nodes.arena().entries()) listed += e.bytes;
+  EXPECT_EQ(nodes.planned_bytes(), nodes.arena().planned_bytes() + net->num_weights());
+  EXPECT_GE(nodes.planned_bytes(), listed + net->num_weights());
+  std::size_t node_bytes = 0;
+  for (const auto& e : nodes.arena().entries())
+    if (e.name.find("node") != std::string::npos) node_bytes += e.bytes;
+  const std::size_t B = 256, fc_in = 784 + 120 + 84, fc_out = 120 + 84 + 10;
+  EXPECT_EQ(node_bytes, B * (fc_in + fc_out)              // each block's x̄ and ȳ
+                            + B * 120 * (4 + 8 + 1)       // G (int32), its float form, ξ
+                            + B * (1 + 5 * 2) * 8         // per-sample losses
+                            + 784 * 8);                   // update_nodes_s8's row sums
+  EXPECT_GE(nodes.planned_bytes() - weights_only.planned_bytes(), node_bytes);
+}
+
 }  // namespace
 }  // namespace zt::train
