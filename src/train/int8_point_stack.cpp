@@ -25,6 +25,16 @@ void saturate_grad(const std::int64_t* total, std::size_t n, std::int32_t* grad)
     grad[i] = static_cast<std::int32_t>(std::clamp<std::int64_t>(total[i], INT32_MIN, INT32_MAX));
 }
 
+// A per-point layer's points N, input and output widths K, C, and the rows n · N of n samples.
+struct PointDims {
+  std::size_t N, K, C, rows;
+};
+PointDims point_dims(const nn::Int8Layer& l, int n) {
+  const auto N = static_cast<std::size_t>(l.in.dims.at(0));
+  return {N, static_cast<std::size_t>(l.in.dims.at(1)), static_cast<std::size_t>(l.out.dims.at(1)),
+          static_cast<std::size_t>(n) * N};
+}
+
 }  // namespace
 
 Int8PointStackStreamer::Int8PointStackStreamer(nn::Int8Net& net, const Int8Plan& plan)
@@ -46,10 +56,7 @@ const std::int8_t* Int8PointStackStreamer::input_rows(int i, std::size_t r0, std
 int Int8PointStackStreamer::forward_tail(int n, int ex) {
   const int tail = plan_.tail;
   const nn::Int8Layer& l = net_.layer(tail);
-  const std::size_t N = static_cast<std::size_t>(l.in.dims.at(0));
-  const std::size_t K = static_cast<std::size_t>(l.in.dims.at(1));
-  const std::size_t C = static_cast<std::size_t>(l.out.dims.at(1));
-  const std::size_t rows = static_cast<std::size_t>(n) * N;
+  const auto [N, K, C, rows] = point_dims(l, n);
   std::int32_t* acc = plan_.acc();
   std::int32_t* mx = plan_.tail_max();
   std::uint32_t maxabs = 0;
@@ -114,10 +121,7 @@ int Int8PointStackStreamer::forward_tail(int n, int ex) {
 
 int Int8PointStackStreamer::forward_points(int i, int n, int ex) {
   const nn::Int8Layer& l = net_.layer(i);
-  const std::size_t N = static_cast<std::size_t>(l.in.dims.at(0));
-  const std::size_t K = static_cast<std::size_t>(l.in.dims.at(1));
-  const std::size_t C = static_cast<std::size_t>(l.out.dims.at(1));
-  const std::size_t rows = static_cast<std::size_t>(n) * N;
+  const auto [N, K, C, rows] = point_dims(l, n);
   const std::size_t step = plan_.chunk_rows[static_cast<std::size_t>(i)];
   std::int8_t* y = plan_.output(i);
   std::int32_t* acc = plan_.acc();
@@ -178,10 +182,7 @@ void Int8PointStackStreamer::backward_tail(int n, const std::int8_t* e_pool, std
                                            int b_bp) {
   const int tail = plan_.tail;
   const nn::Int8Layer& l = net_.layer(tail);
-  const std::size_t N = static_cast<std::size_t>(l.in.dims.at(0));
-  const std::size_t K = static_cast<std::size_t>(l.in.dims.at(1));
-  const std::size_t C = static_cast<std::size_t>(l.out.dims.at(1));
-  const std::size_t rows = static_cast<std::size_t>(n) * N;
+  const auto [N, K, C, rows] = point_dims(l, n);
   const std::int8_t* pooled = act(tail + 2);
   std::int8_t* y = plan_.tail_chunk_output();
   std::int8_t* e = plan_.tail_chunk_error();

@@ -50,18 +50,20 @@ std::size_t count_step_allocations(const Case& c, int steps, std::size_t* bytes)
   auto net = nn::make_int8_net(*fp32, kernels::best_isa());
   nn::init_niti(*net, 5);
   const int L = net->num_parametric();
-  Int8TrainerOptions o;
-  o.partition = c.partition == -1 ? L : (c.partition == -2 ? L - 2 : c.partition);
-  o.batch_size = batch;
+  const int C = c.partition == -1 ? L : (c.partition == -2 ? L - 2 : c.partition);
+  int threads = 1;
 #ifdef ZT_OPENMP
-  o.threads = omp_get_max_threads();
+  threads = omp_get_max_threads();
 #endif
-  o.layerwise = c.layerwise;
-  o.node_perturbation = c.nodes;
-  o.queries = c.queries;
-  o.cache_direction = c.cache;
-  o.tail_chunk_elems = c.chunk_elems;
-  o.deep_stream_bytes = c.deep_stream_bytes;
+  const Int8TrainerOptions o{.partition = C,
+                             .batch_size = batch,
+                             .threads = threads,
+                             .tail_chunk_elems = c.chunk_elems,
+                             .deep_stream_bytes = c.deep_stream_bytes,
+                             .layerwise = c.layerwise,
+                             .node_perturbation = c.nodes,
+                             .queries = c.queries,
+                             .cache_direction = c.cache};
   Int8Trainer t(*net, o);
   const auto estimator = make_estimator(c.layerwise ? "layerwise" : "two_sided", c.queries);
   const int classes = net->num_classes();
@@ -70,7 +72,8 @@ std::size_t count_step_allocations(const Case& c, int steps, std::size_t* bytes)
   std::vector<std::uint8_t> labels(static_cast<std::size_t>(batch));
   SplitMix64 rng(3);
   for (auto& v : x) v = static_cast<std::int8_t>(static_cast<int>(rng.below(129)) - 64);
-  for (auto& l : labels) l = static_cast<std::uint8_t>(rng.below(static_cast<std::uint64_t>(classes)));
+  for (auto& l : labels)
+    l = static_cast<std::uint8_t>(rng.below(static_cast<std::uint64_t>(classes)));
   Int8Hyper h;
   h.zero_threshold = std::uint64_t{1} << 31;
   const int exponent = points ? -6 : kernels::pixel_quant_shift().exponent;
