@@ -10,9 +10,11 @@
 #include <new>
 #include <vector>
 
-// GCC pairs its built-in idea of operator new with free() once both are inlined; here they are
-// malloc and free by definition.
+// GCC sees these deletes' free() inlined against the news' malloc() and warns of a mismatch;
+// here they are the pair by definition.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
 
 namespace {
 
