@@ -13,7 +13,7 @@
 #include <omp.h>
 #endif
 
-#include "../alloc_counter.hpp"
+#include "step_allocations.hpp"
 #include "zotrain/core/rng.hpp"
 #include "zotrain/kernels/quant.hpp"
 #include "zotrain/nn/int8_setup.hpp"
@@ -41,8 +41,8 @@ struct Case {
 
 constexpr int kPoints = 64;
 
-// Allocations of `steps` steps after one warm-up step; bytes into *bytes.
-std::size_t count_step_allocations(const Case& c, int steps, std::size_t* bytes) {
+// Steps as the int8 engine runs them: none allocates after the first.
+void expect_no_step_allocations(const Case& c) {
   const bool points = c.model == Model::kPointNet;
   const int batch = points ? 4 : 32;
   auto fp32 = points ? nn::make_pointnet(kPoints, kernels::Isa::kReference)
@@ -86,11 +86,8 @@ std::size_t count_step_allocations(const Case& c, int steps, std::size_t* bytes)
                 {Int8Sign::kFloat});
     t.take_phase_ns();
   };
-  step(100);
-  test::CountAllocations counter;
-  for (int s = 0; s < steps; ++s) step(101 + static_cast<std::uint64_t>(s));
-  *bytes = counter.bytes();
-  return counter.count();
+  test::expect_steps_allocate_nothing(c.name,
+                                      [&](int k) { step(100 + static_cast<std::uint64_t>(k)); });
 }
 
 TEST(Int8StepAllocations, NoneAfterTheFirstStep) {
@@ -115,12 +112,7 @@ TEST(Int8StepAllocations, NoneAfterTheFirstStep) {
       {.name = "PointNet PMT layerwise + node perturbation q=2", .model = Model::kPointNet,
        .partition = -1, .layerwise = true, .nodes = true, .queries = 2},
   };
-  for (const Case& c : cases) {
-    std::size_t bytes = 0;
-    const std::size_t count = count_step_allocations(c, 3, &bytes);
-    EXPECT_EQ(count, 0u) << c.name << ": " << count << " heap allocations (" << bytes
-                         << " bytes) in 3 steps after the first";
-  }
+  for (const Case& c : cases) expect_no_step_allocations(c);
 }
 
 // Node perturbation's buffers are in the plan: LeNet-5 at batch 256 with fc1, fc2 and fc3

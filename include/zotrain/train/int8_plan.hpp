@@ -122,8 +122,8 @@ class Int8Plan {
   std::vector<int> h_kept_;  // per layer: handle of its kept output, −1 = ping-pong
   int h_pingpong_[2] = {-1, -1}, h_acc_ = -1, h_grad_ = -1, h_err_[2] = {-1, -1},
       h_scratch_ = -1, h_plus_ = -1, h_tail_max_ = -1, h_tail_sums_ = -1, h_tail_ext_ = -1,
-      h_tail_prod_ = -1, h_tail_y_ = -1, h_tail_e_ = -1, h_grad_sum_ = -1, h_relu_chunk_ = -1, h_backup_ = -1,
-      h_tail_coef_ = -1;
+      h_tail_prod_ = -1, h_tail_y_ = -1, h_tail_e_ = -1, h_grad_sum_ = -1, h_relu_chunk_ = -1,
+      h_backup_ = -1, h_tail_coef_ = -1;
 };
 
 }  // namespace zt::train
