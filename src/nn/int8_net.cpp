@@ -24,7 +24,7 @@ Int8Net::Int8Net(std::string arch, Shape input, std::vector<Int8Layer> layers, k
     if (l.norm) {
       ZT_CHECK(l.op == LayerOp::kPointLinear);
       l.norm_state.assign(static_cast<std::size_t>(l.weight_shape[0]), {});
-      norm_sums_.resize(std::max(norm_sums_.size(), 2 * l.norm_state.size()));
+      norm_sums_.resize(std::max(norm_sums_.size(), 5 * l.norm_state.size()));
     }
   }
   // The ZO perturbation indexes weights with 32-bit counters.

@@ -107,6 +107,9 @@ Int8Plan::Int8Plan(const nn::Int8Net& net, const Int8PlanOptions& o) {
     h_tail_prod_ = arena_.reserve<std::int32_t>("tail backward chunk product (int32)", chunk);
     h_tail_y_ = arena_.reserve<std::int8_t>("tail backward chunk output (int8)", chunk);
     h_tail_e_ = arena_.reserve<std::int8_t>("tail backward chunk error (int8)", chunk);
+    if (l.norm)
+      h_tail_coef_ = arena_.reserve<std::int64_t>("tail BatchNorm coefficients (int64)",
+                                                  3 * static_cast<std::size_t>(l.out.dims.back()));
   }
   if (grad_sum > 0)
     h_grad_sum_ = arena_.reserve<std::int64_t>("streamed weight gradient (int64)", grad_sum);
@@ -127,7 +130,6 @@ Int8Plan::Int8Plan(const nn::Int8Net& net, const Int8PlanOptions& o) {
     for (int k = 0; k < 2; ++k)
       h_err_[k] = arena_.reserve<std::int8_t>("error " + std::to_string(k) + " (int8)", err);
   }
-  arena_.allocate();
 }
 
 std::int8_t* Int8Plan::output(int i) const {

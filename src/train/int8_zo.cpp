@@ -70,8 +70,7 @@ class Int8LayerwiseStep final : public ZoExecutor {
         queries_(queries) {
     bool nodes = false;
     for (int b = 0; b < t_.zo_blocks(); ++b) nodes = nodes || t_.block_nodes(b) > 0;
-    static_assert(sizeof(double) == 8);  // the trainer keeps these doubles in 8-byte slots
-    if (nodes) {  // the trainer's planned buffers, sized for its options' queries
+    if (nodes) {  // planned buffers (train/int8_nodes.hpp), sized for the trainer's queries
       ZT_CHECK(queries <= t_.options().queries);
       clean_ = t_.node_losses();
       node_dl_ = clean_ + n;

@@ -85,7 +85,7 @@ TEST(BatchNormS8, BackwardIsTheBatchNormGradient) {
     acc[i] = static_cast<std::int32_t>(rng.below(4001)) - 2000 + 500 * static_cast<int>(i % kC) *
              static_cast<int>(i % kC);
   std::vector<ChannelNorm> n(kC);
-  std::vector<std::int64_t> sums(2 * kC);
+  std::vector<std::int64_t> sums(5 * kC);  // the backward's scratch
   batchnorm_forward_s32(kRows, kC, acc.data(), n.data(), sums.data());
   // x̂ to int8 as the layer does: one shift for the tensor.
   std::int32_t mx = 0;
@@ -155,7 +155,8 @@ TEST(BatchNormS8, BackwardCoefficientsAreTheFormula) {
   while ((rmax >> rs) >= (1u << 12)) ++rs;  // rb at most 2^12, as documented
   for (int xexp : {-9, -8, -4, 0, 2, 4}) {
     const int k = -2 * xexp;
-    const BatchNormBackward g(kRows, kC, xexp, n.data(), sums.data());
+    std::vector<std::int64_t> coef(3 * kC);
+    const BatchNormBackward g(kRows, kC, xexp, n.data(), sums.data(), coef.data());
     std::vector<std::int8_t> e(kC), xh(kC), out(kC);
     for (int trial = 0; trial < 200; ++trial) {
       std::uint64_t want_max = 0;

@@ -58,7 +58,7 @@ void batchnorm_forward_s32(std::size_t rows, int C, std::int32_t* acc, ChannelNo
 // y, RoundShift-requantised to 7 bits for the whole tensor (its scale is dropped, as NITI's
 // weight update normalises it away):
 //   dy = (1/σ) · (e − mean(e) − x̂ · mean(e · x̂)).
-// `sums` is scratch for 2·C int64.
+// `sums` is scratch for 5·C int64.
 void batchnorm_backward_s8(std::size_t rows, int C, const std::int8_t* xhat, int xhat_exp,
                            std::int8_t* e, const ChannelNorm* norm, std::int64_t* sums);
 
@@ -77,13 +77,14 @@ constexpr std::int64_t round_shift64(std::int64_t x, int s) {
 }  // namespace bn_detail
 
 // The same backward in pieces, for a tensor that is streamed in chunks of rows and never whole
-// (train/int8_trainer.cpp): (1) Σe and Σe·x̂ per channel over every row into sums [2C];
+// (src/train/int8_point_stack.cpp): (1) Σe and Σe·x̂ per channel over every row into sums [2C];
 // (2) dy() of every element, for the largest magnitude; (3) error(dy(), shift(largest)) of
-// every element. Same bits as batchnorm_backward_s8.
+// every element. Same bits as batchnorm_backward_s8. coef is the caller's buffer of 3·C int64
+// (no allocation in a training step).
 class BatchNormBackward {
  public:
   BatchNormBackward(std::size_t rows, int C, int xhat_exp, const ChannelNorm* norm,
-                    const std::int64_t* sums);
+                    const std::int64_t* sums, std::int64_t* coef);
   // The unrequantised error of y at one element of channel c. Scaled by rows · 2^(−2 xhat_exp)
   // · σ (common to every element, so dropped):
   //   T = (rows · e − Σe) · 2^k − x̂ · Σ(e · x̂),  k = −2 · xhat_exp,
@@ -92,13 +93,13 @@ class BatchNormBackward {
   // into three int64 coefficients and dy is two products and two sums (exact, the same bits).
   std::int64_t dy(std::int8_t e, std::int8_t xhat, int c) const {
     const auto i = static_cast<std::size_t>(c);
-    const std::int64_t* a = coef_.data();
+    const std::int64_t* a = coef_;
     return a[i] * e + a[C_ + i] * xhat + a[2 * C_ + i];
   }
   // One row of the C channels: the largest |dy|, and every error(dy, shift) into out (which may
   // be e). Branch-free, so the compiler can vectorise them where the ISA has 64-bit lanes.
   std::uint64_t row_largest(const std::int8_t* e, const std::int8_t* xhat) const {
-    const std::int64_t *a = coef_.data(), *b = a + C_, *g = b + C_;
+    const std::int64_t *a = coef_, *b = a + C_, *g = b + C_;
     std::uint64_t mx = 0;
     for (std::size_t c = 0; c < C_; ++c) {
       const std::uint64_t m = bn_detail::magnitude64(a[c] * e[c] + b[c] * xhat[c] + g[c]);
@@ -107,7 +108,7 @@ class BatchNormBackward {
     return mx;
   }
   void row_errors(const std::int8_t* e, const std::int8_t* xhat, int shift, std::int8_t* out) const {
-    const std::int64_t *a = coef_.data(), *b = a + C_, *g = b + C_;
+    const std::int64_t *a = coef_, *b = a + C_, *g = b + C_;
     for (std::size_t c = 0; c < C_; ++c)
       out[c] = round_shift_clamp_s8(a[c] * e[c] + b[c] * xhat[c] + g[c], shift);
   }
@@ -124,7 +125,7 @@ class BatchNormBackward {
 
  private:
   std::size_t C_;
-  std::vector<std::int64_t> coef_;  // [3C]: the factors of e, the factors of x̂, the constants
+  std::int64_t* coef_;  // [3C]: the factors of e, the factors of x̂, the constants
 };
 
 }  // namespace zt::kernels

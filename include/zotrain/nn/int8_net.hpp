@@ -112,7 +112,7 @@ class Int8Net {
   std::vector<Int8Layer> layers_;
   std::vector<int> parametric_;
   std::vector<std::int8_t> weights_;
-  mutable std::vector<std::int64_t> norm_sums_;  // scratch of the integer BatchNorm: 2·C
+  mutable std::vector<std::int64_t> norm_sums_;  // scratch of the integer BatchNorm: 5·C
   kernels::LinearForwardS8Fn linear_fwd_;
   kernels::LinearBackwardInputS8Fn linear_bwd_in_;
   kernels::LinearBackwardWeightsS8Fn linear_bwd_w_;

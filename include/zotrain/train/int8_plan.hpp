@@ -62,9 +62,13 @@ struct Int8PlanOptions {
   bool layer_backup = false;
 };
 
+// The plan reserves its buffers when constructed; the training components reserve theirs in
+// arena() (train/int8_nodes.hpp, train/int8_direction.hpp); allocate() then allocates
+// them all at once, before the first step.
 class Int8Plan {
  public:
   Int8Plan(const nn::Int8Net& net, const Int8PlanOptions& options);
+  void allocate() { arena_.allocate(); }
 
   int seg = 0;                // first layer of the backprop segment
   int keep_from = 0;          // outputs from here on have their own buffer
@@ -96,6 +100,11 @@ class Int8Plan {
   std::int32_t* tail_norm_extremes() const {
     return h_tail_ext_ >= 0 ? arena_.get<std::int32_t>(h_tail_ext_) : nullptr;
   }
+  // The tail's BatchNorm backward coefficients [3C] (kernels::BatchNormBackward), in the
+  // backprop part; null otherwise.
+  std::int64_t* tail_norm_coef() const {
+    return h_tail_coef_ >= 0 ? arena_.get<std::int64_t>(h_tail_coef_) : nullptr;
+  }
   // Lean tail in the backprop part: one chunk's recomputed product, output and error, and a
   // streamed layer's weight gradient summed over chunks.
   std::int32_t* tail_chunk_product() const { return arena_.get<std::int32_t>(h_tail_prod_); }
@@ -106,13 +115,15 @@ class Int8Plan {
   std::int8_t* relu_chunk() const { return arena_.get<std::int8_t>(h_relu_chunk_); }
   std::int8_t* layer_backup() const { return arena_.get<std::int8_t>(h_backup_); }
   const Arena& arena() const { return arena_; }
+  Arena& arena() { return arena_; }  // to reserve in, before allocate()
 
  private:
   Arena arena_;
   std::vector<int> h_kept_;  // per layer: handle of its kept output, −1 = ping-pong
   int h_pingpong_[2] = {-1, -1}, h_acc_ = -1, h_grad_ = -1, h_err_[2] = {-1, -1},
       h_scratch_ = -1, h_plus_ = -1, h_tail_max_ = -1, h_tail_sums_ = -1, h_tail_ext_ = -1,
-      h_tail_prod_ = -1, h_tail_y_ = -1, h_tail_e_ = -1, h_grad_sum_ = -1, h_relu_chunk_ = -1, h_backup_ = -1;
+      h_tail_prod_ = -1, h_tail_y_ = -1, h_tail_e_ = -1, h_grad_sum_ = -1, h_relu_chunk_ = -1,
+      h_backup_ = -1, h_tail_coef_ = -1;
 };
 
 }  // namespace zt::train

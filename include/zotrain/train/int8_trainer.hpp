@@ -23,23 +23,29 @@
 //                        off, ȳ ≤ 0, left alone)
 //   update_nodes(b, f)   θ_b −= StoShift(Σ_n G_n ⊗ x̄_n, f) with G = node_grad() [n, M], the
 //                        node gradient in fixed point (f fractional bits) that the caller wrote
-// This header and src/train/int8_trainer.cpp are integer-only (the aarch64 test build compiles
-// them with -mgeneral-regs-only); phase times are kept as integer nanoseconds.
+// This header, src/train/int8_trainer.cpp and its components are integer-only (the aarch64
+// test build compiles them with -mgeneral-regs-only); phase times are integer nanoseconds.
 //
-// Buffers and the lean tail: train/int8_plan.hpp.
+// The trainer is an executor over its components, whose buffers are all reserved in the
+// Int8Plan's arena (train/int8_plan.hpp: the buffers and the lean tail) before it allocates:
+//   Int8PointStackStreamer  train/int8_point_stack.hpp  the lean plan's streamed per-point stack
+//   Int8ZoDirection         train/int8_direction.hpp    z of θ_{1..C} (cached or regenerated) and
+//                                                        the layer-wise blocks
+//   Int8NodePerturbation    train/int8_nodes.hpp        node perturbation's blocks and work space
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
-#include <vector>
 
 #include "zotrain/core/arena.hpp"
 #include "zotrain/kernels/perturb_s8.hpp"
 #include "zotrain/nn/int8_net.hpp"
 #include "zotrain/telemetry/phases.hpp"
+#include "zotrain/train/int8_direction.hpp"
+#include "zotrain/train/int8_nodes.hpp"
 #include "zotrain/train/int8_plan.hpp"
+#include "zotrain/train/int8_point_stack.hpp"
 
 namespace zt::train {
 
@@ -95,21 +101,25 @@ class Int8Trainer {
   void restore_block(int b);
   void update_block(int b, std::uint64_t step_seed, const std::int32_t* coef, int queries,
                     int frac);
-  std::size_t block_nodes(int b) const;  // outputs per sample of a node-perturbed block, else 0
-  const std::int8_t* node_clean(int b) const;  // its clean output ȳ [n, M]
-  const std::int8_t* node_input(int b) const;  // and input x̄ [n, K]
+  // Outputs per sample of a node-perturbed block, else 0 (train/int8_nodes.hpp).
+  std::size_t block_nodes(int b) const { return nodes_.nodes(b); }
+  const std::int8_t* node_clean(int b) const { return nodes_.clean(b); }  // its clean ȳ [n, M]
+  const std::int8_t* node_input(int b) const { return nodes_.input(b); }  // and input x̄ [n, K]
   // Its exponents: e_x − e_y − e_W (∂ȳ/∂W̄ = 2^that · x̄).
-  int node_scale_exp(int b) const;
-  bool node_relu_after(int b) const;  // a ReLU follows: nodes with clean ȳ ≤ 0 are left alone
+  int node_scale_exp(int b) const { return nodes_.scale_exp(b); }
+  // A ReLU follows: nodes with clean ȳ ≤ 0 are left alone.
+  bool node_relu_after(int b) const { return nodes_.relu_after(b); }
   // ξ_{i,n} of probe_nodes(b, i) for the current batch, [n, M].
-  void node_directions(std::uint64_t step_seed, int b, int query, std::int8_t* xi) const;
+  void node_directions(std::uint64_t step_seed, int b, int query, std::int8_t* xi) const {
+    nodes_.directions(step_seed, b, query, n_, xi);
+  }
   void probe_nodes(int b, std::uint64_t step_seed, int query);
-  std::int32_t* node_grad() { return node_grad_.data(); }
+  std::int32_t* node_grad() { return nodes_.grad(); }
   // The executor's planned work space for node perturbation: per-sample losses [n (1 + C q)],
   // the node gradient in floating point [n, M] and one probe's ξ [n, M] (M: the widest block).
-  double* node_losses() { return reinterpret_cast<double*>(node_f64_.get()); }
-  double* node_work() { return node_losses() + node_losses_n_; }
-  std::int8_t* node_xi() { return node_xi_.data(); }
+  double* node_losses() { return nodes_.losses(); }
+  double* node_work() { return nodes_.work(); }
+  std::int8_t* node_xi() { return nodes_.xi(); }
   void update_nodes(int b, int frac, std::uint64_t step_seed);
   Int8Logits logits_plus() const { return {plus_logits_, plus_exp_}; }    // ZO only
   Int8Logits logits_minus() const { return {last_logits(), last_exp_}; }  // the last pass
@@ -126,41 +136,13 @@ class Int8Trainer {
   std::size_t bp_weights() const { return net_.num_weights() - zo_weights_; }
   const Arena& arena() const { return plan_.arena(); }
   bool lean() const { return plan_.tail >= 0; }
-  std::size_t planned_bytes() const {
-    return plan_.arena().planned_bytes() + net_.num_weights() + node_bytes() + z_cache_.size();
-  }
+  // Every buffer of a step (the plan's arena, components' included) and the weights.
+  std::size_t planned_bytes() const { return plan_.arena().planned_bytes() + net_.num_weights(); }
   // Wall time per phase (telemetry::Phase order) since the last take_phase_ns(), in ns.
   std::array<std::int64_t, telemetry::kNumPhases> take_phase_ns();
 
  private:
-  // A node-perturbed block: its layer, widths, and the clean pass's input and output.
-  struct NodeBlock {
-    int layer = -1;
-    std::size_t in = 0, out = 0;
-    bool relu_after = false;
-    std::vector<std::int8_t> input, clean;
-    int in_exp = 0, out_exp = 0;
-  };
-  void init_nodes();
-  std::size_t node_bytes() const;
-  void capture_node(int i, int n, int in_exp, int out_exp);  // layer i of a node block
   void forward(int n, int from = 0);  // layers from..L−1 (from input_ at 0); sets last_exp_
-  int forward_tail(int n, int ex);  // lean: layers [tail_, tail_ + 2] into act(tail_ + 2)
-  // Lean: PointLinear layer i (plan_.chunk_rows[i] > 0) in two passes over chunks of rows.
-  int forward_points_streamed(int i, int n, int ex);
-  // Rows [r0, r0 + nr) of PointLinear layer i's int8 output into out: its product (through
-  // prod), BatchNorm with the layer's current statistics, RoundShift by shift.
-  void point_rows(int i, std::size_t r0, std::size_t nr, int shift, std::int32_t* prod,
-                  std::int8_t* out);
-  // Lean tail in the backprop part: the tail's backward from the error of the pool's output,
-  // its chunks recomputed as the last forward_tail() formed them (e_in: the error of its
-  // input; null = none).
-  void backward_tail(const std::int8_t* e_pool, std::int8_t* e_in, int b_bp);
-  // Deep streaming: PointLinear layer i's backward (plan_.chunk_rows[i] > 0) chunk by chunk,
-  // from the error of its output e_out (with BatchNorm turned into its product's, in place).
-  void backward_points_streamed(int i, std::int8_t* e_out, std::int8_t* e_in, int b_bp);
-  // Rows [r0, r0 + nr) of layer i's input: act(i − 1), or a ReLU read on the fly (relu_chunk).
-  const std::int8_t* input_rows(int i, std::size_t r0, std::size_t nr);
   const std::int8_t* last_logits() const { return act(net_.size() - 1); }
   const std::int8_t* act(int i) const;  // output of layer i (i = −1: the quantised input)
   std::int8_t* act(int i);
@@ -171,31 +153,14 @@ class Int8Trainer {
   const std::int8_t* input_ = nullptr;
   std::size_t zo_weights_ = 0;
   Int8Plan plan_;
+  // The components, their buffers reserved in plan_ before it allocates.
+  Int8PointStackStreamer points_;   // the lean plan's streamed per-point stack
+  Int8NodePerturbation nodes_;      // node perturbation's blocks and work space
+  Int8ZoDirection directions_;      // z of θ_{1..C} (regenerated or cached), layer-wise blocks
   std::int8_t* plus_logits_ = nullptr;
   int plus_exp_ = 0, last_exp_ = 0;
-  int tail_shift_ = 0;  // lean tail: the last forward's requantisation shift of its product
   std::array<std::int64_t, telemetry::kNumPhases> ns_{};
-  std::vector<NodeBlock> nodes_;  // per block (layer < 0: weights only)
-  std::vector<std::int32_t> node_grad_;
-  // node_losses() and node_work(): doubles in raw storage (kF64Bytes each), since the trainer's
-  // own code builds with -mgeneral-regs-only (the integer-only check); the executor that
-  // uses them does not.
-  static constexpr std::size_t kF64Bytes = 8;
-  std::unique_ptr<std::byte[]> node_f64_;
-  std::size_t node_losses_n_ = 0, node_work_n_ = 0;
-  std::vector<std::int8_t> node_xi_;
-  std::vector<std::int64_t> node_row_;  // update_nodes_s8's row sums, [K] of the widest input
   bool capture_ = false;  // the pass keeps the node blocks' inputs and outputs
-  kernels::PerturbS8Fn perturb_;
-  kernels::ZoUpdateS8Fn zo_update_;
-  // cache_direction: z of z_key_ (when z_cached_), and the kernels that draw and read it.
-  const std::int8_t* cached_direction(const kernels::PerturbS8Params& p);  // nullptr: no cache
-  std::vector<std::int8_t> z_cache_;
-  kernels::PerturbS8Params z_key_;
-  bool z_cached_ = false;
-  kernels::FillPerturbationS8Fn fill_z_ = nullptr;
-  kernels::PerturbCachedS8Fn perturb_cached_ = nullptr;
-  kernels::ZoUpdateCachedS8Fn zo_update_cached_ = nullptr;
 };
 
 }  // namespace zt::train

@@ -120,8 +120,9 @@ void batchnorm_extremes(std::size_t rows, int C, const std::int32_t* y, std::int
 }
 
 BatchNormBackward::BatchNormBackward(std::size_t rows, int C, int xhat_exp,
-                                     const ChannelNorm* norm, const std::int64_t* sums)
-    : C_(static_cast<std::size_t>(C)), coef_(3 * C_) {
+                                     const ChannelNorm* norm, const std::int64_t* sums,
+                                     std::int64_t* coef)
+    : C_(static_cast<std::size_t>(C)), coef_(coef) {
   ZT_CHECK(rows > 0);
   const int k = -2 * xhat_exp;
   ZT_CHECK_MSG(k >= -8 && k <= 2 * (kNormFracBits + 1), "batchnorm_backward_s8: x̂ exponent out of range");
@@ -154,7 +155,7 @@ void batchnorm_backward_s8(std::size_t rows, int C, const std::int8_t* xhat, int
       b[c] += static_cast<std::int64_t>(e[o + static_cast<std::size_t>(c)]) * xhat[o + static_cast<std::size_t>(c)];
     }
   }
-  const BatchNormBackward g(rows, C, xhat_exp, norm, sums);
+  const BatchNormBackward g(rows, C, xhat_exp, norm, sums, sums + 2 * C);
   const auto n = static_cast<std::size_t>(C);
   std::uint64_t mx = 0;
   for (std::size_t r = 0; r < rows; ++r) {
