@@ -414,7 +414,7 @@ class Fp32Step final : public StepRunner {
     o.grad_clip = 2.0f;
     o.cache_direction = bo.cache_direction;
     o.defer_zo_update = bo.cache_direction;  // as the engine runs it
-    o.perturbation = kernels::perturb_source(bo.perturbation);
+    o.perturbation = train::perturb_source(bo.perturbation);
     trainer_ = std::make_unique<train::Fp32Trainer>(*model_, o);
     std::mt19937 rng(7);
     x_.resize(model_->input_floats() * std::size_t(batch));
@@ -450,7 +450,7 @@ class Int8Step final : public StepRunner {
     o.threads = threads;
     o.cache_direction = cache_direction;
     trainer_ = std::make_unique<train::Int8Trainer>(*net_, o);
-    estimator_ = train::make_estimator("two_sided", 1);
+    estimator_ = train::make_estimator(config::Estimator::kTwoSided, 1);
     h_.zero_threshold = std::uint64_t(0.33 * 4294967296.0);  // the default p_zero schedule's start
     std::mt19937 rng(7);
     std::vector<std::uint8_t> pixels(net_->input_shape().numel() * std::size_t(batch));
@@ -651,7 +651,7 @@ int run_bench(const BenchOptions& o) {
     }
     zt_bench_step_boundary(o.run_steps);
     const std::string zo = precision == config::Precision::kFp32
-                               ? ", zo.perturbation " + o.perturbation + (o.cache_direction ? ", cached" : "")
+                               ? ", zo.perturbation " + std::string(config::name(o.perturbation)) + (o.cache_direction ? ", cached" : "")
                                : "";
     std::printf("ran %d %s %s step%s, batch %d, kernel path %s%s\n", o.run_steps, o.precision.c_str(), m.key,
                 o.run_steps == 1 ? "" : "s", batch, isa_name(best_isa()), zo.c_str());
@@ -667,7 +667,7 @@ int run_bench(const BenchOptions& o) {
                 o.quick ? " --quick (figures are not meaningful)" : "", cpu_name().c_str(), paths.c_str(),
                 isa_name(best_isa()), std::getenv("ZT_ISA") ? " (ZT_ISA)" : "", threads, threads == 1 ? "" : "s");
   json out = {{"version", ZT_VERSION}, {"cpu", cpu_name()}, {"threads", threads}, {"quick", o.quick}, {"cache_direction", o.cache_direction},
-              {"perturbation", o.perturbation},
+              {"perturbation", config::name(o.perturbation)},
               {"paths", json::array()}, {"best_path", isa_name(best_isa())}};
   for (Isa i : available_isas()) out["paths"].push_back(isa_name(i));
   if (o.only.empty() || o.only == "kernels") out["kernels"] = bench_kernels(o, threads, print);

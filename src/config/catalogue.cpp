@@ -39,8 +39,10 @@ const std::vector<ArchInfo>& architectures() {
   // int8 PointNet stays at 32: at 256 it would need 8x the activation memory of a 512 MB
   // board's budget.
   static const std::vector<ArchInfo> kArchs = {
-      {Arch::kLeNet5, "lenet5", InputKind::kImages, 5, 32, 256, "LeNet-5 (images)"},
-      {Arch::kPointNet, "pointnet", InputKind::kPoints, 8, 32, 32, "PointNet (point clouds; data.points per sample)"},
+      {Arch::kLeNet5, "lenet5", InputKind::kImages, 5, 32, 256, "LeNet-5 (images)", kBothPrecisions,
+       false},
+      {Arch::kPointNet, "pointnet", InputKind::kPoints, 8, 32, 32, "PointNet (point clouds; data.points per sample)",
+       kBothPrecisions, true},
   };
   return kArchs;
 }

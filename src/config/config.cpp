@@ -176,7 +176,7 @@ const std::vector<Key>& schema() {
       {"zo.eps", Type::kNumber, ZT_FIELD(zo.eps), above(0), {}, "ZO perturbation size epsilon"},
       {"zo.grad_clip", Type::kNumber, ZT_FIELD(zo.grad_clip), above(0), {},
        "clip the projected ZO gradient to [-grad_clip, grad_clip]"},
-      {"zo.estimator", Type::kString, ZT_FIELD(zo.estimator), {}, {},
+      {"zo.estimator", Type::kEnum, ZT_ENUM(zo.estimator), {}, names_of(estimators()),
        "ZO estimator (the Estimators list of --help); two_sided is the paper's"},
       {"zo.queries", Type::kInt, ZT_FIELD(zo.queries), closed(1, kMaxZoQueries), {},
        "directions probed per ZO step (q); the update averages their estimates; int8: 1, "
@@ -193,9 +193,9 @@ const std::vector<Key>& schema() {
        "by perturbing its outputs, per sample, instead of its weights (Poor Man's Training's "
        "node perturbation; q passes from the next layer on, no extra memory beyond the layer's "
        "input and output of the batch)"},
-      {"zo.preset", Type::kString, ZT_FIELD(zo.preset), {}, {},
+      {"zo.preset", Type::kEnum, ZT_ENUM(zo.preset), {}, names_of(presets()),
        "named zo.* settings (the Presets list of --help); keys given explicitly override it"},
-      {"zo.perturbation", Type::kString, ZT_FIELD(zo.perturbation), {}, {},
+      {"zo.perturbation", Type::kEnum, ZT_ENUM(zo.perturbation), {}, names_of(perturbations()),
        "where the FP32 direction z comes from: gaussian (the paper's), rademacher (+-1), "
        "uniform (sqrt(3) U(-1, 1)), xorshift (+-1 from Poor Man's Training's xorshift32), "
        "pezo_pool (PeZO's pool of zo.pool_size numbers) or pezo_onthefly (PeZO's zo.rngs "
@@ -206,7 +206,7 @@ const std::vector<Key>& schema() {
        "subspace (N-periodic within each tensor)"},
       {"zo.pezo_pow2", Type::kBool, ZT_FIELD(zo.pezo_pow2), {}, {},
        "pezo_pool, pezo_onthefly: scale by the power of two nearest the norm-matching factor"},
-      {"zo.pezo_offset", Type::kString, ZT_FIELD(zo.pezo_offset), {}, {},
+      {"zo.pezo_offset", Type::kEnum, ZT_ENUM(zo.pezo_offset), {}, names_of<PezoOffset>(),
        "pezo_pool, pezo_onthefly: where a perturbation starts: seeded (a hash of the step seed "
        "and query picks the pool window or the generators' phases) or stream (PeZO read "
        "literally: each perturbation continues the run-long stream where the last one stopped; "
@@ -721,82 +721,142 @@ void apply_override(ExperimentConfig& cfg, const std::string& ov) {
 
 // zo.preset: its values go to the zo.* keys the file and --set did not give.
 void expand_zo_preset(ExperimentConfig& cfg, const std::string& origin) {
-  std::string names;
-  for (const ZoPreset& p : zo_presets()) {
-    names += (names.empty() ? "" : ", ") + std::string(p.name);
-    if (p.name != cfg.zo.preset) continue;
-    std::vector<std::string> given = cfg.given;
-    Applier applier(cfg, origin + ": zo.preset '" + cfg.zo.preset + "'");
-    for (const auto& [key, value] : p.values) {
-      if (std::find(given.begin(), given.end(), key) == given.end())
-        applier.apply(std::string(key), Json::parse(value), nullptr);
-    }
-    cfg.given = std::move(given);
-    return;
+  const PresetInfo& p = preset(cfg.zo.preset);
+  std::vector<std::string> given = cfg.given;
+  Applier applier(cfg, origin + ": zo.preset '" + std::string(p.name) + "'");
+  for (const auto& [key, value] : p.values) {
+    if (std::find(given.begin(), given.end(), key) == given.end())
+      applier.apply(std::string(key), Json::parse(value), nullptr);
   }
-  throw Error(origin + ": zo.preset: unknown preset '" + cfg.zo.preset + "', expected one of " +
-              names);
+  cfg.given = std::move(given);
 }
 
-// Checks that involve more than one key (single keys are checked as they are applied). Runs
-// once, after the file and every override, so the order of --set does not matter.
+// ---- compatibility, from the registries' statements -------------------------------------------
+
+// The names of a registry's entries that satisfy `fits`, joined by `sep`.
+template <class Info, class Fits>
+std::string names_where(const std::vector<Info>& list, Fits fits, const char* sep = ", ") {
+  std::string s;
+  for (const Info& i : list)
+    if (fits(i)) s += (s.empty() ? "" : sep) + std::string(i.name);
+  return s;
+}
+
+// The one form of a compatibility error: the key and its value, what it was combined with, and
+// what the registry says the value needs.
+[[noreturn]] void incompatible(const std::string& origin, std::string_view key,
+                               std::string_view value, const std::string& with,
+                               const std::string& needs) {
+  throw Error(origin + ": " + std::string(key) + ": '" + std::string(value) + "' with " + with +
+              "; " + needs);
+}
+
+std::string why(const char* reason) { return *reason ? std::string(": ") + reason : ""; }
+
+// Checks that involve more than one key (single keys are checked as they are applied), each
+// generated from what the registries (config/methods.hpp, config/catalogue.hpp) state an entry
+// supports. Runs once, after the file and every override, so the order of --set does not matter.
 void validate_combination(const ExperimentConfig& cfg, const std::string& origin) {
-  const bool int8 = cfg.model.precision == Precision::kInt8;
-  const bool int8_pmt = int8 && cfg.zo.estimator == "layerwise";
-  if (int8 && cfg.zo.preset != "mezo" && cfg.zo.preset != "pmt") {
-    throw Error(origin + ": zo.preset: '" + cfg.zo.preset +
-                "' with model.precision int8; int8 training offers ElasticZO-INT8's estimator "
-                "(the paper's sparse uniform integer perturbation, one query: preset mezo) and "
-                "Poor Man's Training's (preset pmt)");
+  const Precision p = cfg.model.precision;
+  const std::string prec = "model.precision " + std::string(name(p));
+  const PresetInfo& pre = preset(cfg.zo.preset);
+  const EstimatorInfo& est = estimator(cfg.zo.estimator);
+  const EstimatorSupport& on = est.on(p);
+  const PerturbationInfo& src = perturbation(cfg.zo.perturbation);
+  const ArchInfo& arch = architecture(cfg.model.arch);
+  const std::string with_est = prec + " and zo.estimator " + est.name;
+
+  if (!pre.precisions.has(p)) {
+    incompatible(origin, "zo.preset", pre.name, prec,
+                 "model.precision " + std::string(name(p)) + " offers zo.preset " +
+                     names_where(presets(), [&](const PresetInfo& i) {
+                       return i.precisions.has(p);
+                     }, " or "));
   }
-  if (int8 && !int8_pmt && cfg.zo.queries != 1) {
-    throw Error(origin + ": zo.queries: " + std::to_string(cfg.zo.queries) +
-                " with model.precision int8 and zo.estimator '" + cfg.zo.estimator +
-                "'; ElasticZO-INT8 takes 1 query per step (its rounded update cannot restore "
-                "earlier queries exactly); zo.estimator layerwise (preset pmt) takes any number");
+  if (!arch.precisions.has(p)) {
+    incompatible(origin, "model.arch", arch.name, prec,
+                 std::string("it trains in model.precision ") + (arch.precisions.fp32 ? "fp32" : "int8"));
   }
-  if (int8_pmt && cfg.zo.perturbation != "rademacher" && cfg.zo.perturbation != "xorshift") {
-    throw Error(origin + ": zo.perturbation: '" + cfg.zo.perturbation +
-                "' with model.precision int8 and zo.estimator layerwise; int8 layer-wise "
-                "estimation perturbs int8 weights by +-1, so it needs zo.perturbation rademacher "
-                "(zo.preset pmt sets it) or xorshift (Poor Man's Training's generator)");
+  if (!on.available) {
+    incompatible(origin, "zo.estimator", est.name, prec,
+                 "model.precision " + std::string(name(p)) + " offers zo.estimator " +
+                     names_where(estimators(), [&](const EstimatorInfo& i) {
+                       return i.on(p).available;
+                     }, " or "));
   }
-  if (cfg.zo.batched && (int8 || cfg.zo.estimator != "two_sided" ||
-                         cfg.model.arch == Arch::kPointNet)) {
-    throw Error(origin + ": zo.batched: true needs zo.estimator two_sided (not '" +
-                cfg.zo.estimator + "'), model.precision fp32 and a model without BatchNorm "
-                "(lenet5, not pointnet; its replicas would also need 2q copies of every "
-                "per-point activation); got model.arch " + std::string(name(cfg.model.arch)) +
-                ", model.precision " + (int8 ? "int8" : "fp32"));
+  if (cfg.zo.queries > on.max_queries) {
+    incompatible(origin, "zo.queries", std::to_string(cfg.zo.queries), with_est,
+                 std::string(est.name) + " on " + std::string(name(p)) + " takes at most " +
+                     std::to_string(on.max_queries) + " quer" + (on.max_queries == 1 ? "y" : "ies") +
+                     " per step" + why(on.why_queries));
   }
-  if (cfg.zo.node_perturbation &&
-      (cfg.zo.estimator != "layerwise" || cfg.zo.perturbation == "pezo_pool" ||
-       cfg.zo.perturbation == "pezo_onthefly")) {
-    throw Error(origin + ": zo.node_perturbation: true needs zo.estimator layerwise (not '" +
-                cfg.zo.estimator + "') and a per-element source (zo.perturbation gaussian, "
-                "rademacher, uniform or xorshift; not '" + cfg.zo.perturbation + "')");
+  const bool default_source = cfg.zo.perturbation == ZoConfig{}.perturbation;
+  switch (on.source) {
+    case SourceNeed::kAny:
+      if (!src.precisions.has(p)) {
+        incompatible(origin, "zo.perturbation", src.name, with_est,
+                     "it needs a source of " + std::string(name(p)) + ": " +
+                         names_where(perturbations(), [&](const PerturbationInfo& i) {
+                           return i.precisions.has(p);
+                         }) + why(on.why_source));
+      }
+      break;
+    case SourceNeed::kSigns:
+      if (!src.signs || !src.precisions.has(p)) {
+        incompatible(origin, "zo.perturbation", src.name, with_est,
+                     "it needs a +-1 source: zo.perturbation " +
+                         names_where(perturbations(), [&](const PerturbationInfo& i) {
+                           return i.signs && i.precisions.has(p);
+                         }, " or ") + why(on.why_source));
+      }
+      break;
+    case SourceNeed::kOwn:
+      if (!default_source) {
+        incompatible(origin, "zo.perturbation", src.name, with_est,
+                     std::string(est.name) + " on " + std::string(name(p)) +
+                         " takes no zo.perturbation (leave it at its default " +
+                         std::string(name(ZoConfig{}.perturbation)) + ")" + why(on.why_source));
+      }
+      break;
   }
-  if (cfg.zo.pezo_offset != "seeded" && cfg.zo.pezo_offset != "stream") {
-    throw Error(origin + ": zo.pezo_offset: '" + cfg.zo.pezo_offset +
-                "', expected seeded or stream");
+  if (cfg.zo.batched && (!on.batched || arch.batchnorm)) {
+    std::string fits;
+    for (const EstimatorInfo& e : estimators())
+      for (const Precision q : {Precision::kFp32, Precision::kInt8})
+        if (e.on(q).batched)
+          fits += (fits.empty() ? "" : " or ") + std::string("zo.estimator ") + e.name +
+                  " with model.precision " + std::string(name(q));
+    incompatible(origin, "zo.batched", "true",
+                 with_est + " and model.arch " + arch.name + (arch.batchnorm ? " (BatchNorm)" : ""),
+                 "batched probes need " + fits + ", and a model without BatchNorm (" +
+                     names_where(architectures(), [](const ArchInfo& a) { return !a.batchnorm; },
+                                 " or ") +
+                     "), whose batch statistics would mix the 2q replicas");
   }
-  if (int8 && !int8_pmt && cfg.zo.perturbation != "gaussian") {
-    throw Error(origin + ": zo.perturbation: '" + cfg.zo.perturbation +
-                "' with model.precision int8; ElasticZO-INT8 draws its own sparse uniform integer "
-                "perturbation (r_max, p_zero), so this key applies to FP32 and to zo.estimator "
-                "layerwise (rademacher, xorshift)");
+  if (cfg.zo.node_perturbation && !est.node_perturbation) {
+    incompatible(origin, "zo.node_perturbation", "true", "zo.estimator " + std::string(est.name),
+                 "it needs zo.estimator " +
+                     names_where(estimators(), [](const EstimatorInfo& e) {
+                       return e.node_perturbation;
+                     }, " or "));
   }
-  if (dataset(cfg.data.dataset).input != architecture(cfg.model.arch).input) {
+  if (cfg.zo.node_perturbation && !src.per_element) {
+    incompatible(origin, "zo.node_perturbation", "true",
+                 "zo.perturbation " + std::string(src.name),
+                 "it needs a per-element source (zo.perturbation " +
+                     names_where(perturbations(), [](const PerturbationInfo& i) {
+                       return i.per_element;
+                     }) + ")");
+  }
+  const DatasetInfo& data = dataset(cfg.data.dataset);
+  if (data.input != arch.input) {
     std::string fits;
     for (const ArchInfo& a : architectures()) {
-      std::string sets;
-      for (const DatasetInfo& d : datasets())
-        if (d.input == a.input) sets += (sets.empty() ? "" : " or ") + std::string(d.name);
-      fits += (fits.empty() ? "" : ", ") + std::string(a.name) + " trains on " + sets;
+      fits += (fits.empty() ? "" : ", ") + std::string(a.name) + " trains on " +
+              names_where(datasets(), [&](const DatasetInfo& d) { return d.input == a.input; },
+                          " or ");
     }
-    throw Error(origin + ": model.arch: '" + std::string(name(cfg.model.arch)) +
-                "' does not fit data.dataset '" + std::string(name(cfg.data.dataset)) + "' (" +
-                fits + ")");
+    incompatible(origin, "model.arch", arch.name, "data.dataset " + std::string(data.name), fits);
   }
 }
 
@@ -817,15 +877,15 @@ bool points(const ExperimentConfig& c) { return !images(c); }
 bool no_subset(const ExperimentConfig& c) { return !c.data.subset.has_value(); }
 bool int8(const ExperimentConfig& c) { return c.model.precision == Precision::kInt8; }
 // Poor Man's Training on int8 (zo.estimator layerwise) steps by a learning rate, not by bits.
-bool int8_pmt(const ExperimentConfig& c) { return int8(c) && c.zo.estimator == "layerwise"; }
+bool int8_pmt(const ExperimentConfig& c) { return int8(c) && c.zo.estimator == Estimator::kLayerwise; }
 bool int8_sign_step(const ExperimentConfig& c) { return int8(c) && !int8_pmt(c); }
 bool fp32(const ExperimentConfig& c) { return c.model.precision == Precision::kFp32; }
 bool no_zo(const ExperimentConfig& c) { return c.method.name == Method::kFullBp; }
 bool no_float_sign(const ExperimentConfig& c) {
   return int8_pmt(c) || no_zo(c) || c.int8.sign != Int8Sign::kFloat;
 }
-bool no_pool(const ExperimentConfig& c) { return c.zo.perturbation != "pezo_pool"; }
-bool no_onthefly(const ExperimentConfig& c) { return c.zo.perturbation != "pezo_onthefly"; }
+bool no_pool(const ExperimentConfig& c) { return c.zo.perturbation != Perturbation::kPezoPool; }
+bool no_onthefly(const ExperimentConfig& c) { return c.zo.perturbation != Perturbation::kPezoOnTheFly; }
 bool no_pezo(const ExperimentConfig& c) { return no_pool(c) && no_onthefly(c); }
 // full_bp and full_zo fix C at 0 and L: a partition that says so (as a written-out config.json
 // does) is not set in vain.
@@ -1067,35 +1127,6 @@ Schedule resolve_p_zero(const ExperimentConfig& cfg) {
   // still from epoch 75, the int8 step's decay.
   if (cfg.model.arch == Arch::kPointNet) return Schedule{{{0, 0.97}, {75, 0.99}}};
   return Schedule{{{0, 0.33}, {20, 0.5}, {50, 0.9}}};
-}
-
-const std::vector<ZoPreset>& zo_presets() {
-  static const std::vector<ZoPreset> kPresets = {
-      {"mezo", "MeZO's and ElasticZO's: two-sided, one Gaussian direction per step (default)",
-       {{"zo.estimator", "\"two_sided\""}, {"zo.queries", "1"}, {"zo.perturbation", "\"gaussian\""},
-        {"zo.batched", "false"}}},
-      {"pezo_pool", "PeZO, pre-generated: directions read from a pool of 4095 norm-matched numbers",
-       {{"zo.estimator", "\"two_sided\""}, {"zo.queries", "1"},
-        {"zo.perturbation", "\"pezo_pool\""}, {"zo.pool_size", "4095"}, {"zo.pezo_pow2", "false"}}},
-      {"pezo_onthefly",
-       "PeZO, on the fly: 31 rotated 8-bit generators, chunks scaled by a power of two",
-       {{"zo.estimator", "\"two_sided\""}, {"zo.queries", "1"},
-        {"zo.perturbation", "\"pezo_onthefly\""}, {"zo.rngs", "31"}, {"zo.rng_bits", "8"},
-        {"zo.pezo_pow2", "true"}}},
-      {"prge",
-       "P-RGE: 4 Gaussian queries per step, their 8 passes as one batched forward (P-RGE keeps "
-       "q x batch fixed: pair it with train.batch_size = 32 / 4)",
-       {{"zo.estimator", "\"two_sided\""}, {"zo.queries", "4"}, {"zo.perturbation", "\"gaussian\""},
-        {"zo.batched", "true"}}},
-      {"pmt",
-       "Poor Man's Training (weight perturbation): each ZO layer probed alone with 4 "
-       "Rademacher directions against one clean pass, updates scaled by q / (q + d_layer - 1); "
-       "int8: +-1 probes of the int8 weights and the quantisation-aware step eta / s^2 (default "
-       "eta 1 Full ZO, 0.3 with backprop)",
-       {{"zo.estimator", "\"layerwise\""}, {"zo.queries", "4"},
-        {"zo.perturbation", "\"rademacher\""}, {"zo.batched", "false"}}},
-  };
-  return kPresets;
 }
 
 Schedule resolve_b_bp(const ExperimentConfig& cfg, int partition) {

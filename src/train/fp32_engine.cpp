@@ -38,7 +38,7 @@ class Fp32Engine final : public Engine {
     o.grad_clip = static_cast<float>(cfg.zo.grad_clip);
     o.estimator = cfg.zo.estimator;
     o.queries = static_cast<int>(cfg.zo.queries);
-    o.perturbation = kernels::perturb_source(cfg.zo.perturbation);
+    o.perturbation = perturb_source(cfg.zo.perturbation);
     o.batched = cfg.zo.batched;
     o.cache_direction = cfg.zo.cache_direction;
     o.defer_zo_update = o.cache_direction;  // save() syncs, load() and init_from() discard
@@ -46,7 +46,7 @@ class Fp32Engine final : public Engine {
     o.pezo = {static_cast<std::size_t>(cfg.zo.pool_size), cfg.zo.pezo_pow2,
               seeds::pezo_pool(cfg.seed), static_cast<int>(cfg.zo.rngs),
               static_cast<int>(cfg.zo.rng_bits)};
-    o.pezo.stream_offsets = cfg.zo.pezo_offset == "stream";
+    o.pezo.stream_offsets = cfg.zo.pezo_offset == config::PezoOffset::kStream;
     o.optimizer = cfg.optimizer.name;
     o.bp_activations = cfg.method.bp_activations;
     o.plan = cfg.train.memory_plan;

@@ -35,9 +35,9 @@ class Int8Engine final : public Engine {
     o.partition = c_;
     o.batch_size = batch;
     o.threads = threads;
-    layerwise_ = cfg.zo.estimator == "layerwise";
+    layerwise_ = cfg.zo.estimator == config::Estimator::kLayerwise;
     o.layerwise = layerwise_;
-    if (cfg.zo.perturbation == "xorshift") o.signs = kernels::SignSource::kXorshift;
+    o.signs = sign_source(cfg.zo.perturbation);
     o.node_perturbation = layerwise_ && cfg.zo.node_perturbation;
     o.queries = static_cast<int>(cfg.zo.queries);
     o.cache_direction = cfg.zo.cache_direction && !layerwise_;  // layerwise: perturb_block
