@@ -99,12 +99,12 @@ namespace {
 std::string precisions_text(Precisions p) {
   return p.fp32 && p.int8 ? "fp32 and int8" : p.fp32 ? "fp32" : "int8";
 }
-std::string support_text(const EstimatorSupport& s) {
+std::string support_text(const EstimatorSupport& s, const char* precision) {
   if (!s.available) return "no";
   std::string t = s.max_queries == 1 ? "q = 1" : "q <= " + std::to_string(s.max_queries);
   if (s.batched) t += ", batched probes";
   switch (s.source) {
-    case SourceNeed::kAny: t += ", any of its sources"; break;
+    case SourceNeed::kAny: t += std::string(", any ") + precision + " source"; break;
     case SourceNeed::kSigns: t += ", +-1 sources"; break;
     case SourceNeed::kOwn: t += ", its own perturbation"; break;
   }
@@ -113,7 +113,7 @@ std::string support_text(const EstimatorSupport& s) {
 }  // namespace
 
 std::string supports_text(const EstimatorInfo& e) {
-  return "fp32: " + support_text(e.fp32) + "; int8: " + support_text(e.int8) +
+  return "fp32: " + support_text(e.fp32, "fp32") + "; int8: " + support_text(e.int8, "int8") +
          (e.node_perturbation ? "; zo.node_perturbation" : "");
 }
 std::string supports_text(const PresetInfo& p) { return precisions_text(p.precisions); }
