@@ -90,6 +90,18 @@ TEST(ZoEstimator, RegistryNamesTheChoices) {
   }
 }
 
+// Every registry entry of zo.perturbation has its kernel source, under the same name.
+TEST(ZoEstimator, EveryPerturbationEntryMapsToItsKernelSource) {
+  for (const config::PerturbationInfo& p : config::perturbations()) {
+    EXPECT_STREQ(kernels::perturb_source_name(perturb_source(p.id)), p.name);
+    if (p.signs && p.precisions.int8) {
+      EXPECT_EQ(sign_source(p.id), p.id == config::Perturbation::kXorshift
+                                       ? kernels::SignSource::kXorshift
+                                       : kernels::SignSource::kRademacher);
+    }
+  }
+}
+
 // f(θ) = ½ Σ a_j θ_j² + Σ b_j θ_j, ∇f = a∘θ + b. The executor perturbs θ by ε·z_i with the
 // directions set before the step, and its update records ĝ = (1/q) Σ g_i z_i (merging the last
 // restore, so θ is back where it was).
