@@ -270,7 +270,7 @@ std::vector<KernelCase> kernel_cases(Buffers& buf, int B, int rows, int threads)
   // One ZO pass over the whole parameter vector (Full ZO): LeNet-5 107,786 FP32 parameters /
   // 107,550 int8 weights; PointNet 816,744 / its int8 weights.
   auto lenet = nn::make_lenet5(Isa::kReference);
-  auto pointnet = nn::make_model("pointnet", Isa::kReference);
+  auto pointnet = nn::make_model(Arch::kPointNet, Isa::kReference);
   auto lenet8 = nn::make_int8_net(*lenet, Isa::kReference);
   auto pointnet8 = nn::make_int8_net(*pointnet, Isa::kReference);
   struct Params {

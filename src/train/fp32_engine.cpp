@@ -27,7 +27,7 @@ std::vector<std::uint8_t> float_bytes(const float* p, std::size_t n) {
 class Fp32Engine final : public Engine {
  public:
   Fp32Engine(const config::ExperimentConfig& cfg, int batch, int threads)
-      : cfg_(cfg), batch_(batch), model_(nn::make_model(config::name(cfg.model.arch), kernels::best_isa(), static_cast<int>(cfg.data.points))) {
+      : cfg_(cfg), batch_(batch), model_(nn::make_model(cfg.model.arch, kernels::best_isa(), static_cast<int>(cfg.data.points))) {
     (void)threads;  // the FP32 trainer sizes per-thread scratch itself
     const int L = model_->num_parametric();
     c_ = config::resolve_partition(cfg.method, L);

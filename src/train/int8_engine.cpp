@@ -25,7 +25,7 @@ using nlohmann::json;
 class Int8Engine final : public Engine {
  public:
   Int8Engine(const config::ExperimentConfig& cfg, int batch, int threads)
-      : cfg_(cfg), batch_(batch), fp32_(nn::make_model(config::name(cfg.model.arch), kernels::Isa::kReference, static_cast<int>(cfg.data.points))) {
+      : cfg_(cfg), batch_(batch), fp32_(nn::make_model(cfg.model.arch, kernels::Isa::kReference, static_cast<int>(cfg.data.points))) {
     net_ = nn::make_int8_net(*fp32_, kernels::best_isa(), cfg.int8.batchnorm);
     macs_ = fp32_->forward_macs_per_sample();
     fp32_.reset();  // only its layer sequence was needed

@@ -12,6 +12,7 @@
 #include <span>
 #include <string_view>
 
+#include "zotrain/core/arch.hpp"
 #include "zotrain/core/precision.hpp"
 
 namespace zt::config {
@@ -26,7 +27,7 @@ enum class Int8Input { kShift, kNormalised };               // int8.input
 enum class PezoOffset { kSeeded, kStream };                 // zo.pezo_offset
 // Registry-backed (their text and help live in the registries):
 enum class Method { kFullBp, kFullZo, kElasticZo };         // method.name
-enum class Arch { kLeNet5, kPointNet };                     // model.arch
+using zt::Arch;                                             // model.arch (core/arch.hpp)
 enum class Dataset { kMnist, kFashionMnist, kModelNet40 };  // data.dataset
 enum class Estimator { kTwoSided, kOneSided, kLayerwise };  // zo.estimator
 enum class Perturbation {                                   // zo.perturbation
