@@ -19,7 +19,8 @@ void check_experiment(const ExperimentConfig& cfg, const std::string& origin) {
   const std::string prec = "model.precision " + std::string(name(p));
   if (!arch.precisions.has(p)) {
     incompatible(origin, "model.arch", arch.name, prec,
-                 std::string("it trains in model.precision ") + (arch.precisions.fp32 ? "fp32" : "int8"));
+                 std::string("it trains in model.precision ") +
+                     (arch.precisions.fp32 ? "fp32" : "int8"));
   }
   const DatasetInfo& data = dataset(cfg.data.dataset);
   if (data.input != arch.input) {
@@ -42,11 +43,8 @@ bool one_part(const ExperimentConfig& c) {
   return c.method.partition != Partition{Partition::Rule::kLayers, fixed};
 }
 
-}  // namespace
-
-const Section& experiment_section() {
-  static const Section s{
-      {
+std::vector<Key> keys() {
+  return {
       {"name", Type::kString, ZT_FIELD(name), {}, {}, "experiment name (names runs/<name>)"},
       {"seed", Type::kSeed, ZT_FIELD(seed), {}, {}, "seed of every random choice in the run"},
       {"data.dataset", Type::kEnum, ZT_ENUM(data.dataset), {}, names_of(datasets()),
@@ -93,20 +91,29 @@ const Section& experiment_section() {
        names_of<BpActivations>(),
        "activations the backprop part uses: minus (theta-eps*z pass) | average (both passes); "
        "FP32 only (int8: minus)"},
-      },
-      {
-    {"data.augment", true, images, "augmentation applies to point clouds (data.dataset modelnet40)"},
-    {"data.points", true, images, "points per sample apply to point clouds"},
-    {"data.subset", true, points, "the seeded subset applies to image sets"},
-    {"data.rotate_degrees", true, points, "rotation applies to image sets (see data.augment)"},
-    {"data.subset_seed", false, no_subset, "it seeds data.subset, which is null"},
-    {"method.partition", false, one_part, "full_bp and full_zo fix C (at 0 and L)"},
-    {"method.bp_activations", false, one_part,
-     "it chooses what backprop uses after a ZO step, so it needs both parts (elastic_zo)"},
-    {"method.bp_activations", false, int8,
-     "the int8 backprop tail always starts from the last forward pass, the minus pass"},
-      },
-      &check_experiment};
+  };
+}
+
+std::vector<InertRule> inert_rules() {
+  return {
+      {"data.augment", true, images,
+       "augmentation applies to point clouds (data.dataset modelnet40)"},
+      {"data.points", true, images, "points per sample apply to point clouds"},
+      {"data.subset", true, points, "the seeded subset applies to image sets"},
+      {"data.rotate_degrees", true, points, "rotation applies to image sets (see data.augment)"},
+      {"data.subset_seed", false, no_subset, "it seeds data.subset, which is null"},
+      {"method.partition", false, one_part, "full_bp and full_zo fix C (at 0 and L)"},
+      {"method.bp_activations", false, one_part,
+       "it chooses what backprop uses after a ZO step, so it needs both parts (elastic_zo)"},
+      {"method.bp_activations", false, int8,
+       "the int8 backprop tail always starts from the last forward pass, the minus pass"},
+  };
+}
+
+}  // namespace
+
+const Section& experiment_section() {
+  static const Section s{keys(), inert_rules(), &check_experiment};
   return s;
 }
 

@@ -17,11 +17,8 @@ bool no_float_sign(const ExperimentConfig& c) {
   return int8_pmt(c) || no_zo(c) || c.int8.sign != Int8Sign::kFloat;
 }
 
-}  // namespace
-
-const Section& optimizer_section() {
-  static const Section s{
-      {
+std::vector<Key> optimizer_keys() {
+  return {
       {"optimizer.name", Type::kEnum, ZT_ENUM(optimizer.name), {}, names_of<OptimizerKind>(),
        "optimizer of the backprop part"},
       {"optimizer.lr", Type::kNumber, ZT_FIELD(optimizer.lr), at_least(0), {},
@@ -34,26 +31,36 @@ const Section& optimizer_section() {
        Range{.lo = 0, .hi = 1, .lo_open = true}, {}, "learning-rate decay factor"},
       {"optimizer.decay.every_epochs", Type::kInt, ZT_FIELD(optimizer.decay.every_epochs),
        at_least(0), {}, "multiply the learning rates by factor every N epochs (0 = never)"},
-      },
-      {
-    {"optimizer.lr", false, int8_sign_step,
-     "ElasticZO-INT8 updates weights by b_zo/b_bp-bit rounding (int8.b_zo, int8.b_bp), not by a "
-     "learning rate (zo.preset pmt does use it)"},
-    {"optimizer.decay.", false, int8_sign_step,
-     "ElasticZO-INT8 updates weights by b_zo/b_bp-bit rounding, not by a learning rate"},
-    {"optimizer.name", false, int8,
-     "int8 backprop (NITI) updates weights by b_bp-bit rounding (int8.b_bp), not by an "
-     "optimizer"},
-    {"optimizer.bp_lr", false, int8,
-     "int8 backprop (NITI) updates weights by b_bp-bit rounding (int8.b_bp), not by a "
-     "learning rate"},
-      }};
+  };
+}
+
+std::vector<InertRule> optimizer_rules() {
+  return {
+      {"optimizer.lr", false, int8_sign_step,
+       "ElasticZO-INT8 updates weights by b_zo/b_bp-bit rounding (int8.b_zo, int8.b_bp), not by a "
+       "learning rate (zo.preset pmt does use it)"},
+      {"optimizer.decay.", false, int8_sign_step,
+       "ElasticZO-INT8 updates weights by b_zo/b_bp-bit rounding, not by a learning rate"},
+      {"optimizer.name", false, int8,
+       "int8 backprop (NITI) updates weights by b_bp-bit rounding (int8.b_bp), not by an "
+       "optimizer"},
+      {"optimizer.bp_lr", false, int8,
+       "int8 backprop (NITI) updates weights by b_bp-bit rounding (int8.b_bp), not by a "
+       "learning rate"},
+  };
+}
+
+}  // namespace
+
+const Section& optimizer_section() {
+  static const Section s{optimizer_keys(), optimizer_rules()};
   return s;
 }
 
-const Section& train_section() {
-  static const Section s{
-      {
+namespace {
+
+std::vector<Key> train_keys() {
+  return {
       {"train.epochs", Type::kInt, ZT_FIELD(train.epochs), at_least(1), {}, "training epochs"},
       {"train.batch_size", Type::kInt, ZT_FIELD(train.batch_size), closed(1, kMaxBatchSize), {},
        "minibatch size (auto = the paper's: 32; 256 for int8 LeNet-5)", "auto"},
@@ -108,18 +115,27 @@ const Section& train_section() {
        "output directory (empty = runs/<name>)"},
       {"output.checkpoint_every", Type::kInt, ZT_FIELD(output.checkpoint_every), at_least(0), {},
        "write a checkpoint every N epochs (0 = only at the end)"},
-      },
-      {
-    {"int8.", false, fp32, "int8 settings apply with model.precision int8"},
-    {"int8.r_max", false, int8_pmt, "zo.estimator layerwise perturbs int8 weights by +-1"},
-    {"int8.p_zero", false, int8_pmt, "zo.estimator layerwise perturbs every weight of a layer"},
-    {"int8.b_zo", false, int8_pmt, "zo.estimator layerwise steps by optimizer.lr"},
-    {"int8.sign", false, int8_pmt, "zo.estimator layerwise uses the loss difference itself"},
-    {"int8.dead_zone", false, no_float_sign,
-     "it applies to the float sign (int8.sign float) of a ZO step"},
-    {"train.memory_plan", false, int8, "the int8 trainer plans its own buffers"},
-    {"int8.input", false, points, "it quantises image pixels; point coordinates are fixed-point"},
-      }};
+  };
+}
+
+std::vector<InertRule> train_rules() {
+  return {
+      {"int8.", false, fp32, "int8 settings apply with model.precision int8"},
+      {"int8.r_max", false, int8_pmt, "zo.estimator layerwise perturbs int8 weights by +-1"},
+      {"int8.p_zero", false, int8_pmt, "zo.estimator layerwise perturbs every weight of a layer"},
+      {"int8.b_zo", false, int8_pmt, "zo.estimator layerwise steps by optimizer.lr"},
+      {"int8.sign", false, int8_pmt, "zo.estimator layerwise uses the loss difference itself"},
+      {"int8.dead_zone", false, no_float_sign,
+       "it applies to the float sign (int8.sign float) of a ZO step"},
+      {"train.memory_plan", false, int8, "the int8 trainer plans its own buffers"},
+      {"int8.input", false, points, "it quantises image pixels; point coordinates are fixed-point"},
+  };
+}
+
+}  // namespace
+
+const Section& train_section() {
+  static const Section s{train_keys(), train_rules()};
   return s;
 }
 

@@ -41,7 +41,8 @@ void check_zo(const ExperimentConfig& cfg, const std::string& origin) {
   if (cfg.zo.queries > on.max_queries) {
     incompatible(origin, "zo.queries", std::to_string(cfg.zo.queries), with_est,
                  std::string(est.name) + " on " + std::string(name(p)) + " takes at most " +
-                     std::to_string(on.max_queries) + " quer" + (on.max_queries == 1 ? "y" : "ies") +
+                     std::to_string(on.max_queries) +
+                     (on.max_queries == 1 ? " query" : " queries") +
                      " per step" + why(on.why_queries));
   }
   const bool default_source = cfg.zo.perturbation == ZoConfig{}.perturbation;
@@ -105,14 +106,13 @@ void check_zo(const ExperimentConfig& cfg, const std::string& origin) {
 }
 
 bool no_pool(const ExperimentConfig& c) { return c.zo.perturbation != Perturbation::kPezoPool; }
-bool no_onthefly(const ExperimentConfig& c) { return c.zo.perturbation != Perturbation::kPezoOnTheFly; }
+bool no_onthefly(const ExperimentConfig& c) {
+  return c.zo.perturbation != Perturbation::kPezoOnTheFly;
+}
 bool no_pezo(const ExperimentConfig& c) { return no_pool(c) && no_onthefly(c); }
 
-}  // namespace
-
-const Section& zo_section() {
-  static const Section s{
-      {
+std::vector<Key> keys() {
+  return {
       {"zo.eps", Type::kNumber, ZT_FIELD(zo.eps), above(0), {}, "ZO perturbation size epsilon"},
       {"zo.grad_clip", Type::kNumber, ZT_FIELD(zo.grad_clip), above(0), {},
        "clip the projected ZO gradient to [-grad_clip, grad_clip]"},
@@ -155,22 +155,30 @@ const Section& zo_section() {
        "pezo_onthefly: generators, each giving one number per cycle (n; 31 is PeZO's best)"},
       {"zo.rng_bits", Type::kInt, ZT_FIELD(zo.rng_bits), closed(4, 16), {},
        "pezo_onthefly: bits per generator (b); each repeats after 2^b - 1 numbers"},
-      },
-      {
-    {"zo.cache_direction", false, int8_pmt,
-     "int8's zo.estimator layerwise perturbs one layer at a time from a saved copy"},
-    {"zo.eps", false, int8,
-     "int8 perturbs by integers (in [-int8.r_max, int8.r_max]; layerwise: +-1)"},
-    {"zo.grad_clip", false, int8, "int8 steps by the sign of the estimate or, layerwise, by "
-     "the estimate scaled by K / (K + d - 1)"},
-    {"zo.pool_size", false, no_pool, "it sizes the pool of zo.perturbation pezo_pool"},
-    {"zo.pezo_pow2", false, no_pezo, "it scales PeZO's sources (pezo_pool, pezo_onthefly)"},
-    {"zo.pezo_offset", false, no_pezo, "it places PeZO's sources (pezo_pool, pezo_onthefly)"},
-    {"zo.rngs", false, no_onthefly, "it applies to zo.perturbation pezo_onthefly"},
-    {"zo.rng_bits", false, no_onthefly, "it applies to zo.perturbation pezo_onthefly"},
-    {"zo.", false, no_zo, "full_bp has no zeroth-order part"},
-      },
-      &check_zo};
+  };
+}
+
+std::vector<InertRule> inert_rules() {
+  return {
+      {"zo.cache_direction", false, int8_pmt,
+       "int8's zo.estimator layerwise perturbs one layer at a time from a saved copy"},
+      {"zo.eps", false, int8,
+       "int8 perturbs by integers (in [-int8.r_max, int8.r_max]; layerwise: +-1)"},
+      {"zo.grad_clip", false, int8, "int8 steps by the sign of the estimate or, layerwise, by "
+       "the estimate scaled by K / (K + d - 1)"},
+      {"zo.pool_size", false, no_pool, "it sizes the pool of zo.perturbation pezo_pool"},
+      {"zo.pezo_pow2", false, no_pezo, "it scales PeZO's sources (pezo_pool, pezo_onthefly)"},
+      {"zo.pezo_offset", false, no_pezo, "it places PeZO's sources (pezo_pool, pezo_onthefly)"},
+      {"zo.rngs", false, no_onthefly, "it applies to zo.perturbation pezo_onthefly"},
+      {"zo.rng_bits", false, no_onthefly, "it applies to zo.perturbation pezo_onthefly"},
+      {"zo.", false, no_zo, "full_bp has no zeroth-order part"},
+  };
+}
+
+}  // namespace
+
+const Section& zo_section() {
+  static const Section s{keys(), inert_rules(), &check_zo};
   return s;
 }
 

@@ -157,7 +157,7 @@ inline bool images(const ExperimentConfig& c) {
 }
 inline bool points(const ExperimentConfig& c) { return !images(c); }
 
-// ---- compatibility errors ------------------------------------------------------------------------
+// ---- compatibility errors ------------------------------------------------------------------
 
 // The names of a registry's entries that satisfy `fits`, joined by `sep`.
 template <class Info, class Fits>
@@ -174,7 +174,7 @@ std::string names_where(const std::vector<Info>& list, Fits fits, const char* se
                                std::string_view value, const std::string& with,
                                const std::string& needs);
 
-// ---- shared by the files (parse.cpp, config.cpp) ---------------------------------------------------
+// ---- shared by the files (parse.cpp, config.cpp) -------------------------------------------
 
 const std::vector<Key>& schema();          // every key, in order
 const Key* find_key(std::string_view path);  // nullptr when none
