@@ -148,9 +148,12 @@ int main(int argc, char** argv) {
                     "--run-steps: " + zt::config::named_setting_keys())
       ->capture_default_str()
       ->check(CLI::IsMember(setting_keys));
-  bench->add_option("--precision", bench_opt.precision, "--run-steps: fp32 or int8")
+  const auto precision_texts = zt::config::choices<zt::Precision>();
+  const std::vector<std::string> precisions(precision_texts.begin(), precision_texts.end());
+  bench->add_option("--precision", bench_opt.precision,
+                    "--run-steps: " + CLI::detail::join(precisions, " or "))
       ->capture_default_str()
-      ->check(CLI::IsMember({"fp32", "int8"}));
+      ->check(CLI::IsMember(precisions));
   bench->add_option("--batch", bench_opt.batch, "--run-steps: batch size (default: FP32 32, int8 256)")
       ->check(CLI::PositiveNumber);
   bench->add_flag("--cache-direction", bench_opt.cache_direction,
