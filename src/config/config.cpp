@@ -22,12 +22,16 @@ const std::vector<const Section*>& sections() {
   return kSections;
 }
 
+// One member of every section, in section order.
+template <class T>
+std::vector<T> gather(std::vector<T> Section::*member) {
+  std::vector<T> all;
+  for (const Section* s : sections()) all.insert(all.end(), (s->*member).begin(), (s->*member).end());
+  return all;
+}
+
 const std::vector<InertRule>& inert_rules() {
-  static const std::vector<InertRule> kRules = [] {
-    std::vector<InertRule> r;
-    for (const Section* s : sections()) r.insert(r.end(), s->inert.begin(), s->inert.end());
-    return r;
-  }();
+  static const std::vector<InertRule> kRules = gather(&Section::inert);
   return kRules;
 }
 
@@ -121,11 +125,7 @@ OrderedJson value_json(const Key& k, const ExperimentConfig& c) {
 }  // namespace
 
 const std::vector<Key>& schema() {
-  static const std::vector<Key> kKeys = [] {
-    std::vector<Key> keys;
-    for (const Section* s : sections()) keys.insert(keys.end(), s->keys.begin(), s->keys.end());
-    return keys;
-  }();
+  static const std::vector<Key> kKeys = gather(&Section::keys);
   return kKeys;
 }
 

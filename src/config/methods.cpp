@@ -1,8 +1,10 @@
 #include "zotrain/config/methods.hpp"
 
-#include "zotrain/core/error.hpp"
+#include "registry.hpp"
 
 namespace zt::config {
+
+using detail::find_named;
 
 const std::vector<MethodInfo>& methods() {
   static const std::vector<MethodInfo> kMethods = {
@@ -23,17 +25,6 @@ std::string_view name(Method m) { return method(m).name; }
 // ---- zo.* registries ----------------------------------------------------------------------------
 
 namespace {
-template <class Info>
-const Info& find_named(const std::vector<Info>& list, std::string_view name, const char* key) {
-  std::string names;
-  for (const Info& i : list) {
-    if (name == i.name) return i;
-    names += (names.empty() ? "" : ", ") + std::string(i.name);
-  }
-  throw Error(std::string(key) + ": unknown value '" + std::string(name) + "', expected one of " +
-              names);
-}
-
 // ElasticZO-INT8's limits, shared by the estimators that run on its executor.
 constexpr EstimatorSupport kInt8Own{
     true, 1, false, SourceNeed::kOwn,

@@ -1,5 +1,6 @@
 // The config's schema machinery, shared by the files of src/config/ (not a public header).
 // What lives where:
+//   registry.hpp           lookups over a registry (config/methods.hpp, config/catalogue.hpp)
 //   schema.hpp             a key's description (Type, Key, Range, the field accessors) and a
 //                          section's (Section: its keys, inert-key rules, cross-key check)
 //   parse.cpp              reading values: JSON documents and --set text into the struct, per type
@@ -26,6 +27,7 @@
 #include "zotrain/config/catalogue.hpp"
 #include "zotrain/config/config.hpp"
 #include "zotrain/core/error.hpp"
+#include "registry.hpp"
 
 namespace zt::config::detail {
 
@@ -158,15 +160,6 @@ inline bool images(const ExperimentConfig& c) {
 inline bool points(const ExperimentConfig& c) { return !images(c); }
 
 // ---- compatibility errors ------------------------------------------------------------------
-
-// The names of a registry's entries that satisfy `fits`, joined by `sep`.
-template <class Info, class Fits>
-std::string names_where(const std::vector<Info>& list, Fits fits, const char* sep = ", ") {
-  std::string s;
-  for (const Info& i : list)
-    if (fits(i)) s += (s.empty() ? "" : sep) + std::string(i.name);
-  return s;
-}
 
 // The one form of a compatibility error: the key and its value, what it was combined with, and
 // what the registry says the value needs.
