@@ -1,6 +1,7 @@
 // Experiment configuration: JSON file → validated, typed struct.
-// One schema table (src/config/config.cpp) lists every key with its type, default, range and
-// help; it drives validation, --set overrides, the effective-config dump and `--help` text.
+// One schema lists every key with its type, default, range and help, each section's keys and
+// rules beside its options (src/config/schema.hpp says which file holds which); it drives
+// validation, --set overrides, the effective-config dump and `--help` text.
 // All errors throw zt::Error naming the key (with the nearest valid key for unknown ones), the
 // file, and what was expected.
 #pragma once
