@@ -256,7 +256,7 @@ std::vector<KernelCase> kernel_cases(Buffers& buf, int B, int rows, int threads)
   // One ZO pass over the whole parameter vector (Full ZO): LeNet-5 107,786 FP32 parameters /
   // 107,550 int8 weights; PointNet 816,744 / its int8 weights.
   auto lenet = nn::make_lenet5(Isa::kReference);
-  auto pointnet = nn::make_model("pointnet", Isa::kReference);
+  auto pointnet = nn::make_model(Arch::kPointNet, Isa::kReference);
   auto lenet8 = nn::make_int8_net(*lenet, Isa::kReference);
   auto pointnet8 = nn::make_int8_net(*pointnet, Isa::kReference);
   struct Params {
@@ -425,7 +425,7 @@ class StepRunner {
         "method.partition=" + std::to_string(m.partition(lenet5.layers)),
         "train.batch_size=" + std::to_string(batch),
         "zo.cache_direction=" + std::string(o.cache_direction ? "true" : "false")};
-    if (precision == config::Precision::kFp32) set.push_back("zo.perturbation=" + o.perturbation);
+    if (precision == config::Precision::kFp32) set.push_back("zo.perturbation=" + std::string(config::name(o.perturbation)));
     const config::ExperimentConfig cfg = config::parse_config("{}", "zotrain bench", set);
     engine_ = precision == config::Precision::kInt8 ? run::make_int8_engine(cfg, batch, threads, isa)
                                                     : run::make_fp32_engine(cfg, batch, threads, isa);
@@ -608,7 +608,7 @@ int run_bench(const BenchOptions& o) {
     }
     zt_bench_step_boundary(o.run_steps);
     const std::string zo = precision == config::Precision::kFp32
-                               ? ", zo.perturbation " + o.perturbation + (o.cache_direction ? ", cached" : "")
+                               ? ", zo.perturbation " + std::string(config::name(o.perturbation)) + (o.cache_direction ? ", cached" : "")
                                : "";
     std::printf("ran %d %s %s step%s, batch %d, kernel path %s%s\n", o.run_steps, o.precision.c_str(), m.key,
                 o.run_steps == 1 ? "" : "s", batch, isa_name(best_isa()), zo.c_str());
@@ -624,7 +624,7 @@ int run_bench(const BenchOptions& o) {
                 o.quick ? " --quick (figures are not meaningful)" : "", cpu_name().c_str(), paths.c_str(),
                 isa_name(best_isa()), std::getenv("ZT_ISA") ? " (ZT_ISA)" : "", threads, threads == 1 ? "" : "s");
   json out = {{"version", ZT_VERSION}, {"cpu", cpu_name()}, {"threads", threads}, {"quick", o.quick}, {"cache_direction", o.cache_direction},
-              {"perturbation", o.perturbation},
+              {"perturbation", config::name(o.perturbation)},
               {"paths", json::array()}, {"best_path", isa_name(best_isa())}};
   for (Isa i : available_isas()) out["paths"].push_back(isa_name(i));
   if (o.only.empty() || o.only == "kernels") out["kernels"] = bench_kernels(o, threads, print);

@@ -8,6 +8,8 @@
 
 #include <string>
 
+#include "zotrain/config/options.hpp"
+
 namespace zt::cli {
 
 struct BenchOptions {
@@ -20,7 +22,7 @@ struct BenchOptions {
   std::string precision = "fp32";   // fp32 | int8
   int batch = 0;             // --run-steps batch; 0 = the paper's (FP32 32, int8 256)
   bool cache_direction = false;  // steps with zo.cache_direction
-  std::string perturbation = "gaussian";  // FP32 steps' zo.perturbation
+  config::Perturbation perturbation = config::Perturbation::kGaussian;  // FP32 steps' zo.perturbation
 };
 
 // Returns the exit code; bad options throw zt::Error.

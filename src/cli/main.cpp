@@ -42,11 +42,13 @@ std::string methods_help() {
        "INT8), integer keeps the whole step integer-only (INT8*; integer_eq12: the paper's Eq. 12\n"
        "as written). Batch size defaults to 256.\n";
   s += "\nEstimators (zo.estimator) of the ZO part; zo.queries = q directions per step:\n";
-  for (const auto& e : zt::train::estimators())
-    s += std::string("  ") + e.name + "\n      " + e.summary + "\n";
-  s += "\nPresets (zo.preset) of the zo.* keys; keys given explicitly override them (FP32):\n";
-  for (const auto& p : zt::config::zo_presets()) {
-    s += std::string("  ") + std::string(p.name) + "\n      " + std::string(p.summary) + "\n     ";
+  for (const auto& e : zt::config::estimators())
+    s += std::string("  ") + e.name + "\n      " + e.summary + "\n      supports " +
+         zt::config::supports_text(e) + "\n";
+  s += "\nPresets (zo.preset) of the zo.* keys; keys given explicitly override them:\n";
+  for (const auto& p : zt::config::presets()) {
+    s += std::string("  ") + p.name + " (" + zt::config::supports_text(p) + ")\n      " + p.summary +
+         "\n     ";
     for (const auto& [key, value] : p.values) s += " " + std::string(key) + "=" + std::string(value);
     s += "\n";
   }
@@ -146,17 +148,25 @@ int main(int argc, char** argv) {
                     "--run-steps: " + zt::config::named_setting_keys())
       ->capture_default_str()
       ->check(CLI::IsMember(setting_keys));
-  bench->add_option("--precision", bench_opt.precision, "--run-steps: fp32 or int8")
+  const auto precision_texts = zt::config::choices<zt::Precision>();
+  const std::vector<std::string> precisions(precision_texts.begin(), precision_texts.end());
+  bench->add_option("--precision", bench_opt.precision,
+                    "--run-steps: " + CLI::detail::join(precisions, " or "))
       ->capture_default_str()
-      ->check(CLI::IsMember({"fp32", "int8"}));
+      ->check(CLI::IsMember(precisions));
   bench->add_option("--batch", bench_opt.batch, "--run-steps: batch size (default: FP32 32, int8 256)")
       ->check(CLI::PositiveNumber);
   bench->add_flag("--cache-direction", bench_opt.cache_direction,
                   "steps with zo.cache_direction (z drawn once per step into a buffer)");
-  bench->add_option("--perturbation", bench_opt.perturbation,
-                    "FP32 steps' zo.perturbation: gaussian, rademacher or uniform")
+  // The FP32 sources that need no PeZO options (config::PerturbationInfo::per_element).
+  std::vector<std::string> bench_sources;
+  for (const auto& p : zt::config::perturbations())
+    if (p.precisions.fp32 && p.per_element) bench_sources.emplace_back(p.name);
+  std::string bench_perturbation(zt::config::name(bench_opt.perturbation));
+  bench->add_option("--perturbation", bench_perturbation,
+                    "FP32 steps' zo.perturbation: " + CLI::detail::join(bench_sources, ", "))
       ->capture_default_str()
-      ->check(CLI::IsMember({"gaussian", "rademacher", "uniform"}));
+      ->check(CLI::IsMember(bench_sources));
   bench->footer(
       "The kernel path the trainers use is the fastest available one; ZT_ISA=reference|portable|neon|\n"
       "neon-dot forces another (e.g. ZT_ISA=portable zotrain bench --only steps). Timings under qemu\n"
@@ -194,7 +204,10 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("[%H:%M:%S] %^%l%$ %v");
 
   try {
-    if (bench->parsed()) return zt::cli::run_bench(bench_opt);
+    if (bench->parsed()) {
+      bench_opt.perturbation = zt::config::perturbation(bench_perturbation).id;
+      return zt::cli::run_bench(bench_opt);
+    }
     if (eval->parsed()) return zt::run::run_eval(eval_req);
     if (!synthetic_dir.empty()) {
       zt::data::write_synthetic_modelnet(synthetic_dir, synth);

@@ -2,23 +2,10 @@
 
 #include <string>
 
-#include "zotrain/core/error.hpp"
+#include "registry.hpp"
 
 namespace zt::config {
-namespace {
-
-template <class Info>
-const Info& find(const std::vector<Info>& list, std::string_view name, const char* key) {
-  std::string names;
-  for (const Info& i : list) {
-    if (name == i.name) return i;
-    names += (names.empty() ? "" : ", ") + std::string(i.name);
-  }
-  throw Error(std::string(key) + ": unknown value '" + std::string(name) + "', expected one of " +
-              names);
-}
-
-}  // namespace
+using detail::find_named;
 
 const std::vector<DatasetInfo>& datasets() {
   static const std::vector<DatasetInfo> kDatasets = {
@@ -33,14 +20,16 @@ const std::vector<DatasetInfo>& datasets() {
 
 const DatasetInfo& dataset(Dataset d) { return datasets()[static_cast<std::size_t>(d)]; }
 std::string_view name(Dataset d) { return dataset(d).name; }
-const DatasetInfo& dataset(std::string_view name) { return find(datasets(), name, "data.dataset"); }
+const DatasetInfo& dataset(std::string_view name) { return find_named(datasets(), name, "data.dataset"); }
 
 const std::vector<ArchInfo>& architectures() {
   // int8 PointNet stays at 32: at 256 it would need 8x the activation memory of a 512 MB
   // board's budget.
   static const std::vector<ArchInfo> kArchs = {
-      {Arch::kLeNet5, "lenet5", InputKind::kImages, 5, 32, 256, "LeNet-5 (images)"},
-      {Arch::kPointNet, "pointnet", InputKind::kPoints, 8, 32, 32, "PointNet (point clouds; data.points per sample)"},
+      {Arch::kLeNet5, "lenet5", InputKind::kImages, 5, 32, 256, "LeNet-5 (images)", kBothPrecisions,
+       false},
+      {Arch::kPointNet, "pointnet", InputKind::kPoints, 8, 32, 32, "PointNet (point clouds; data.points per sample)",
+       kBothPrecisions, true},
   };
   return kArchs;
 }
@@ -49,7 +38,7 @@ const ArchInfo& architecture(Arch a) { return architectures()[static_cast<std::s
 std::string_view name(Arch a) { return architecture(a).name; }
 
 const ArchInfo& architecture(std::string_view name) {
-  return find(architectures(), name, "model.arch");
+  return find_named(architectures(), name, "model.arch");
 }
 
 }  // namespace zt::config

@@ -9,20 +9,16 @@ namespace zt::nn {
 
 const std::vector<ArchFactory>& arch_factories() {
   static const std::vector<ArchFactory> kFactories = {
-      {"lenet5", [](kernels::Isa isa, int) { return make_lenet5(isa); }},
-      {"pointnet", [](kernels::Isa isa, int points) { return make_pointnet(points, isa); }},
+      {Arch::kLeNet5, [](kernels::Isa isa, int) { return make_lenet5(isa); }},
+      {Arch::kPointNet, [](kernels::Isa isa, int points) { return make_pointnet(points, isa); }},
   };
   return kFactories;
 }
 
-std::unique_ptr<Model> make_model(std::string_view arch, kernels::Isa isa, int points) {
-  std::string names;
-  for (const ArchFactory& f : arch_factories()) {
-    if (arch == f.name) return f.make(isa, points);
-    names += (names.empty() ? "" : ", ") + std::string(f.name);
-  }
-  throw Error("model.arch: unknown architecture '" + std::string(arch) + "' (expected one of " +
-              names + ")");
+std::unique_ptr<Model> make_model(Arch arch, kernels::Isa isa, int points) {
+  const auto i = static_cast<std::size_t>(arch);
+  ZT_CHECK(i < arch_factories().size() && arch_factories()[i].id == arch);
+  return arch_factories()[i].make(isa, points);
 }
 
 }  // namespace zt::nn

@@ -15,6 +15,7 @@
 
 namespace zt::run {
 using train::decayed_lr;
+using train::perturb_source;
 using train::EvalStats;
 using train::Fp32Trainer;
 using train::Fp32TrainerOptions;
@@ -35,7 +36,7 @@ std::vector<std::uint8_t> float_bytes(const float* p, std::size_t n) {
 class Fp32Engine final : public Engine {
  public:
   Fp32Engine(const config::ExperimentConfig& cfg, int batch, int threads, kernels::Isa isa)
-      : cfg_(cfg), batch_(batch), model_(nn::make_model(config::name(cfg.model.arch), isa, static_cast<int>(cfg.data.points))) {
+      : cfg_(cfg), batch_(batch), model_(nn::make_model(cfg.model.arch, isa, static_cast<int>(cfg.data.points))) {
     (void)threads;  // the FP32 trainer sizes per-thread scratch itself
     const int L = model_->num_parametric();
     c_ = config::resolve_partition(cfg.method, L);
@@ -47,7 +48,7 @@ class Fp32Engine final : public Engine {
     o.grad_clip = static_cast<float>(cfg.zo.grad_clip);
     o.estimator = cfg.zo.estimator;
     o.queries = static_cast<int>(cfg.zo.queries);
-    o.perturbation = kernels::perturb_source(cfg.zo.perturbation);
+    o.perturbation = perturb_source(cfg.zo.perturbation);
     o.batched = cfg.zo.batched;
     o.cache_direction = cfg.zo.cache_direction;
     o.defer_zo_update = o.cache_direction;  // save() syncs, load() and init_from() discard
@@ -55,7 +56,7 @@ class Fp32Engine final : public Engine {
     o.pezo = {static_cast<std::size_t>(cfg.zo.pool_size), cfg.zo.pezo_pow2,
               seeds::pezo_pool(cfg.seed), static_cast<int>(cfg.zo.rngs),
               static_cast<int>(cfg.zo.rng_bits)};
-    o.pezo.stream_offsets = cfg.zo.pezo_offset == "stream";
+    o.pezo.stream_offsets = cfg.zo.pezo_offset == config::PezoOffset::kStream;
     o.optimizer = cfg.optimizer.name;
     o.bp_activations = cfg.method.bp_activations;
     o.plan = cfg.train.memory_plan;

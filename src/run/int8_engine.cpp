@@ -33,6 +33,7 @@ using train::kDefaultInt8PmtLrElastic;
 using train::kDefaultInt8PmtLrFullZo;
 using train::kDefaultInt8PmtLrNodes;
 using train::make_estimator;
+using train::sign_source;
 using train::ZoEstimator;
 namespace {
 
@@ -41,7 +42,7 @@ using nlohmann::json;
 class Int8Engine final : public Engine {
  public:
   Int8Engine(const config::ExperimentConfig& cfg, int batch, int threads, kernels::Isa isa)
-      : cfg_(cfg), batch_(batch), fp32_(nn::make_model(config::name(cfg.model.arch), kernels::Isa::kReference, static_cast<int>(cfg.data.points))) {
+      : cfg_(cfg), batch_(batch), fp32_(nn::make_model(cfg.model.arch, kernels::Isa::kReference, static_cast<int>(cfg.data.points))) {
     net_ = nn::make_int8_net(*fp32_, isa, cfg.int8.batchnorm);
     macs_ = fp32_->forward_macs_per_sample();
     fp32_.reset();  // only its layer sequence was needed
@@ -52,9 +53,9 @@ class Int8Engine final : public Engine {
     o.partition = c_;
     o.batch_size = batch;
     o.threads = threads;
-    layerwise_ = cfg.zo.estimator == "layerwise";
+    layerwise_ = cfg.zo.estimator == config::Estimator::kLayerwise;
     o.layerwise = layerwise_;
-    if (cfg.zo.perturbation == "xorshift") o.signs = kernels::SignSource::kXorshift;
+    o.signs = sign_source(cfg.zo.perturbation);
     o.node_perturbation = layerwise_ && cfg.zo.node_perturbation;
     o.queries = static_cast<int>(cfg.zo.queries);
     o.cache_direction = cfg.zo.cache_direction && !layerwise_;  // layerwise: perturb_block

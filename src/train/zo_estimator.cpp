@@ -11,38 +11,37 @@ std::unique_ptr<ZoEstimator> make_two_sided(int queries);
 std::unique_ptr<ZoEstimator> make_one_sided(int queries);
 std::unique_ptr<ZoEstimator> make_layerwise(int queries);
 
-const std::vector<EstimatorInfo>& estimators() {
-  static const std::vector<EstimatorInfo> kEstimators = {
-      {"two_sided",
-       "two-sided SPSA: L(theta + eps z) and L(theta - eps z) per query, g = their difference / "
-       "(2 eps) (the paper's)",
-       &make_two_sided},
-      {"one_sided",
-       "one-sided: L(theta + eps z) per query against one clean L(theta), g = their difference / "
-       "eps (Poor Man's Training's)",
-       &make_one_sided},
-      {"layerwise",
-       "Poor Man's Training's layer-wise one-sided estimate: each ZO layer probed alone with q "
-       "directions against one clean pass, all updated together, each step scaled by q / (q + "
-       "d_layer - 1); with zo.node_perturbation, fully connected layers through their outputs "
-       "(FP32)",
-       &make_layerwise},
-  };
-  return kEstimators;
-}
-
-std::unique_ptr<ZoEstimator> make_estimator(std::string_view name, int queries) {
+std::unique_ptr<ZoEstimator> make_estimator(config::Estimator estimator, int queries) {
   if (queries < 1 || queries > kMaxQueries) {
     throw Error("zo.queries: " + std::to_string(queries) + ", expected 1.." +
                 std::to_string(kMaxQueries));
   }
-  std::string names;
-  for (const EstimatorInfo& e : estimators()) {
-    if (name == e.name) return e.make(queries);
-    names += (names.empty() ? "" : ", ") + std::string(e.name);
+  switch (estimator) {
+    case config::Estimator::kTwoSided: return make_two_sided(queries);
+    case config::Estimator::kOneSided: return make_one_sided(queries);
+    case config::Estimator::kLayerwise: return make_layerwise(queries);
   }
-  throw Error("zo.estimator: unknown estimator '" + std::string(name) + "', expected one of " +
-              names);
+  ZT_CHECK(false);
+  return nullptr;
+}
+
+kernels::PerturbSource perturb_source(config::Perturbation p) {
+  using S = kernels::PerturbSource;
+  switch (p) {
+    case config::Perturbation::kGaussian: return S::kGaussian;
+    case config::Perturbation::kRademacher: return S::kRademacher;
+    case config::Perturbation::kUniform: return S::kUniform;
+    case config::Perturbation::kXorshift: return S::kXorshift;
+    case config::Perturbation::kPezoPool: return S::kPezoPool;
+    case config::Perturbation::kPezoOnTheFly: return S::kPezoOnTheFly;
+  }
+  ZT_CHECK(false);
+  return S::kGaussian;
+}
+
+kernels::SignSource sign_source(config::Perturbation p) {
+  return p == config::Perturbation::kXorshift ? kernels::SignSource::kXorshift
+                                              : kernels::SignSource::kRademacher;
 }
 
 }  // namespace zt::train

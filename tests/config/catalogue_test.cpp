@@ -71,9 +71,9 @@ TEST(Catalogue, ConfigAcceptsMatchingPairsAndTakesTheDefaultBatch) {
 TEST(Catalogue, EveryArchitectureBuildsWithItsInputKind) {
   ASSERT_EQ(nn::arch_factories().size(), architectures().size());
   for (std::size_t i = 0; i < architectures().size(); ++i)
-    EXPECT_STREQ(nn::arch_factories()[i].name, architectures()[i].name);
+    EXPECT_EQ(nn::arch_factories()[i].id, architectures()[i].id);
   for (const ArchInfo& a : architectures()) {
-    const auto m = nn::make_model(a.name, kernels::Isa::kReference, 64);
+    const auto m = nn::make_model(a.id, kernels::Isa::kReference, 64);
     const std::vector<int> want = a.input == InputKind::kImages ? std::vector<int>{1, 28, 28}
                                                                 : std::vector<int>{64, 3};
     EXPECT_EQ(m->input_shape().dims, want) << a.name;

@@ -324,7 +324,7 @@ TEST(ConfigTest, MemoryLimitTakesBytesOrAUnit) {
 TEST(ConfigTest, ZoQueriesAreCheckedAgainstThePrecision) {
   const ExperimentConfig c = parse_config(R"({"zo": {"queries": 4}})", "t", {});
   EXPECT_EQ(c.zo.queries, 4);
-  EXPECT_EQ(c.zo.estimator, "two_sided");
+  EXPECT_EQ(c.zo.estimator, Estimator::kTwoSided);
   test::expect_error(
       [] {
         parse_config(R"({"model": {"precision": "int8"}, "optimizer": {"name": "sgd"}})", "t",
@@ -335,8 +335,8 @@ TEST(ConfigTest, ZoQueriesAreCheckedAgainstThePrecision) {
 }
 
 TEST(ConfigTest, ZoPerturbationIsFp32Only) {
-  EXPECT_EQ(parse_config("{}", "t", {}).zo.perturbation, "gaussian");
-  EXPECT_EQ(parse_config("{}", "t", {"zo.perturbation=rademacher"}).zo.perturbation, "rademacher");
+  EXPECT_EQ(parse_config("{}", "t", {}).zo.perturbation, Perturbation::kGaussian);
+  EXPECT_EQ(parse_config("{}", "t", {"zo.perturbation=rademacher"}).zo.perturbation, Perturbation::kRademacher);
   test::expect_error(
       [] {
         parse_config(R"({"model": {"precision": "int8"}, "optimizer": {"name": "sgd"}})", "t",
@@ -412,8 +412,8 @@ TEST(ConfigTest, BpActivationsIsInertOnInt8) {
 
 TEST(ConfigTest, PmtPresetIsLayerwiseRademacher) {
   const ExperimentConfig c = parse_config("{}", "t", {"zo.preset=pmt"});
-  EXPECT_EQ(c.zo.estimator, "layerwise");
-  EXPECT_EQ(c.zo.perturbation, "rademacher");
+  EXPECT_EQ(c.zo.estimator, Estimator::kLayerwise);
+  EXPECT_EQ(c.zo.perturbation, Perturbation::kRademacher);
   EXPECT_EQ(c.zo.queries, 4);
   EXPECT_EQ(parse_config("{}", "t", {"zo.preset=pmt", "zo.queries=2"}).zo.queries, 2);
 }
@@ -421,11 +421,11 @@ TEST(ConfigTest, PmtPresetIsLayerwiseRademacher) {
 TEST(ConfigTest, PmtOnInt8StepsByALearningRateWithRademacherProbes) {
   const std::string int8 = R"({"model": {"precision": "int8"}})";
   const ExperimentConfig c = parse_config(int8, "t", {"zo.preset=pmt", "optimizer.lr=0.5"});
-  EXPECT_EQ(c.zo.estimator, "layerwise");
+  EXPECT_EQ(c.zo.estimator, Estimator::kLayerwise);
   EXPECT_EQ(c.zo.queries, 4);
   EXPECT_TRUE(c.warnings.empty());  // its learning rate is used
   EXPECT_EQ(parse_config(int8, "t", {"zo.preset=pmt", "zo.perturbation=xorshift"}).zo.perturbation,
-            "xorshift");
+            Perturbation::kXorshift);
   // ElasticZO-INT8's knobs do nothing with it; its learning rate does nothing without it.
   const ExperimentConfig r = parse_config(int8, "t", {"zo.preset=pmt", "int8.r_max=7"});
   ASSERT_EQ(r.warnings.size(), 1u);
@@ -459,13 +459,13 @@ TEST(ConfigTest, NodePerturbationNeedsLayerwiseAndAPerElementSource) {
 }
 
 TEST(ConfigTest, PezoOffsetIsSeededOrStream) {
-  EXPECT_EQ(parse_config("{}", "t", {}).zo.pezo_offset, "seeded");
+  EXPECT_EQ(parse_config("{}", "t", {}).zo.pezo_offset, PezoOffset::kSeeded);
   const ExperimentConfig c =
       parse_config("{}", "t", {"zo.perturbation=pezo_pool", "zo.pezo_offset=stream"});
-  EXPECT_EQ(c.zo.pezo_offset, "stream");
+  EXPECT_EQ(c.zo.pezo_offset, PezoOffset::kStream);
   EXPECT_TRUE(c.warnings.empty());
   test::expect_error([] { parse_config("{}", "t", {"zo.pezo_offset=sliding"}); },
-                     {"zo.pezo_offset", "sliding", "seeded or stream"});
+                     {"zo.pezo_offset", "sliding", "seeded, stream"});
   const ExperimentConfig g = parse_config("{}", "t", {"zo.pezo_offset=stream"});
   ASSERT_EQ(g.warnings.size(), 1u);
   EXPECT_NE(g.warnings[0].find("zo.pezo_offset has no effect here"), std::string::npos);
@@ -473,18 +473,18 @@ TEST(ConfigTest, PezoOffsetIsSeededOrStream) {
 
 TEST(ConfigTest, ZoPresetsFillTheKeysNotGiven) {
   const ExperimentConfig pool = parse_config(R"({"zo": {"preset": "pezo_pool"}})", "t", {});
-  EXPECT_EQ(pool.zo.perturbation, "pezo_pool");
+  EXPECT_EQ(pool.zo.perturbation, Perturbation::kPezoPool);
   EXPECT_EQ(pool.zo.pool_size, 4095);
   EXPECT_FALSE(pool.zo.pezo_pow2);
   const ExperimentConfig fly = parse_config("{}", "t", {"zo.preset=pezo_onthefly"});
-  EXPECT_EQ(fly.zo.perturbation, "pezo_onthefly");
+  EXPECT_EQ(fly.zo.perturbation, Perturbation::kPezoOnTheFly);
   EXPECT_EQ(fly.zo.rngs, 31);
   EXPECT_EQ(fly.zo.rng_bits, 8);
   EXPECT_TRUE(fly.zo.pezo_pow2);
   EXPECT_TRUE(fly.warnings.empty());  // a preset's keys are not "given in vain"
   const ExperimentConfig prge = parse_config("{}", "t", {"zo.preset=prge"});
   EXPECT_EQ(prge.zo.queries, 4);
-  EXPECT_EQ(prge.zo.perturbation, "gaussian");
+  EXPECT_EQ(prge.zo.perturbation, Perturbation::kGaussian);
   EXPECT_TRUE(prge.zo.batched);
   test::expect_error(
       [] {
@@ -505,7 +505,7 @@ TEST(ConfigTest, ZoPresetsFillTheKeysNotGiven) {
   expect_same(parse_config("{}", "t", {"zo.preset=mezo"}), ExperimentConfig{});
   expect_same(parse_config(to_json_text(fly), "dump", {}), fly);
   test::expect_error([] { parse_config("{}", "t", {"zo.preset=pezo"}); },
-                     {"zo.preset", "'pezo'", "pezo_pool", "prge"});
+                     {"zo.preset", "\"pezo\"", "pezo_pool", "prge"});
   test::expect_error(
       [] {
         parse_config(R"({"model": {"precision": "int8"}, "optimizer": {"name": "sgd"}})", "t",

@@ -38,7 +38,7 @@ Trajectory train(int partition, int queries, kernels::PerturbSource source, bool
   o.pezo.seed = 5;
   o.cache_direction = cache;
   o.defer_zo_update = defer;
-  o.estimator = estimator;
+  o.estimator = config::estimator(estimator).id;
   Fp32Trainer t(*model, o);
   Trajectory r;
   telemetry::PhaseTimes times;

@@ -30,7 +30,7 @@ StepResult one_step(const char* estimator, int queries, float lr_zo, float eps, 
   o.eps = eps;
   o.grad_clip = 1e9f;
   o.queries = queries;
-  o.estimator = estimator;
+  o.estimator = config::estimator(estimator).id;
   Fp32Trainer t(*model, o);
   telemetry::PhaseTimes times;
   const test::LabelledBatch b = test::random_labelled_batch(8, 784, 10, 31, 0.0, 1.0);
@@ -91,7 +91,7 @@ TEST(EstimatorInTrainer, NodePerturbationStepsAlongTheGradient) {
   o.batch_size = kBatch;
   o.eps = 1e-2f;
   o.grad_clip = 1e9f;
-  o.estimator = "layerwise";
+  o.estimator = config::Estimator::kLayerwise;
   o.queries = kQueries;
   o.perturbation = kernels::PerturbSource::kRademacher;
   o.node_perturbation = true;

@@ -85,7 +85,7 @@ TEST(Int8Pmt, ProbesRestoreEveryLayerExactly) {
     std::int8_t* w = s.net->weights();
     for (std::size_t i = 0; i < s.trainer->zo_weights(); i += 3) w[i] = (i % 2) != 0 ? 127 : -127;
     const auto before = zo_part(s);
-    const auto pmt = make_estimator("layerwise", 3);
+    const auto pmt = make_estimator(config::Estimator::kLayerwise, 3);
     const Int8StepResult r = step(s, *pmt, 77, 0.0);
     EXPECT_EQ(zo_part(s), before) << "C=" << c << (nodes ? " nodes" : "");
     EXPECT_GT(r.loss, 0.0);
@@ -108,7 +108,7 @@ TEST(Int8Pmt, PointNetRestoresAndStepsEveryZoLayer) {
   std::vector<std::uint8_t> y(kB);
   for (auto& v : x) v = static_cast<std::int8_t>(static_cast<int>(rng.below(129)) - 64);
   for (auto& l : y) l = static_cast<std::uint8_t>(rng.below(nn::kPointNetClasses));
-  const auto pmt = make_estimator("layerwise", 2);
+  const auto pmt = make_estimator(config::Estimator::kLayerwise, 2);
   const std::vector<std::int8_t> before(net->weights(), net->weights() + t.zo_weights());
   int8_layerwise_step(t, *pmt, x.data(), -6, kB, y.data(), nn::kPointNetClasses, 3, Int8Hyper{},
                       0.0);
@@ -240,7 +240,7 @@ TEST(Int8Pmt, SameWeightsForAnyThreadCount) {
     for (int threads : {1, 2, 3}) {
       omp_set_num_threads(threads);
       Rig s = make(3, nodes, 2);
-      const auto pmt = make_estimator("layerwise", 2);
+      const auto pmt = make_estimator(config::Estimator::kLayerwise, 2);
       for (int i = 0; i < 3; ++i) step(s, *pmt, 900 + static_cast<std::uint64_t>(i), 0.3);
       weights.emplace_back(s.net->weights(), s.net->weights() + s.net->num_weights());
     }
@@ -256,7 +256,7 @@ TEST(Int8Pmt, SameWeightsForAnyThreadCount) {
 TEST(Int8Pmt, LowersTheLossOfABatch) {
   Rig s = make(3);  // Cls1: conv1, conv2, fc1 by PMT, fc2 and fc3 by NITI backprop
   Rig z = make(5);  // Full ZO
-  const auto pmt = make_estimator("layerwise", 4);
+  const auto pmt = make_estimator(config::Estimator::kLayerwise, 4);
   for (Rig* t : {&s, &z}) {
     double first = 0, last = 0;
     for (int i = 0; i < 40; ++i) {

@@ -65,7 +65,7 @@ void expect_no_step_allocations(const Case& c) {
                              .queries = c.queries,
                              .cache_direction = c.cache};
   Int8Trainer t(*net, o);
-  const auto estimator = make_estimator(c.layerwise ? "layerwise" : "two_sided", c.queries);
+  const auto estimator = make_estimator(c.layerwise ? config::Estimator::kLayerwise : config::Estimator::kTwoSided, c.queries);
   const int classes = net->num_classes();
   const std::size_t in = net->input_shape().numel() * static_cast<std::size_t>(batch);
   std::vector<std::int8_t> x(in);

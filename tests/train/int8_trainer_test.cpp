@@ -54,7 +54,7 @@ std::vector<std::int8_t> train(int partition, int threads, int steps, bool integ
   o.threads = threads;
   o.cache_direction = cache;
   Int8Trainer t(*net, o);
-  const auto estimator = make_estimator("two_sided", 1);
+  const auto estimator = make_estimator(config::Estimator::kTwoSided, 1);
   Int8Hyper h;
   h.r_max = r_max;
   h.zero_threshold = std::uint64_t{1} << 31;  // p_zero = 0.5
@@ -140,7 +140,7 @@ TEST(Int8Trainer, DeadZoneZeroesTheCloseCallsOfTheFloatSign) {
   const int e = kernels::pixel_quant_shift().exponent;
   Int8Hyper h;
   h.r_max = 7;
-  const auto estimator = make_estimator("two_sided", 1);
+  const auto estimator = make_estimator(config::Estimator::kTwoSided, 1);
   auto fp32 = nn::make_lenet5(kernels::Isa::kReference);
   int nonzero = 0;
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {
@@ -214,7 +214,7 @@ PointRun train_points(int points, int partition, bool lean, int steps, bool batc
   o.tail_chunk_elems = chunk_elems;
   o.deep_stream_bytes = deep_stream_bytes;
   Int8Trainer t(*net, o);
-  const auto estimator = make_estimator("two_sided", 1);
+  const auto estimator = make_estimator(config::Estimator::kTwoSided, 1);
   Int8Hyper h;
   h.r_max = 3;
   SplitMix64 rng(9);

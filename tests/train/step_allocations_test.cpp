@@ -85,33 +85,33 @@ std::vector<Fp32Case> fp32_cases() {
   }
   {
     Fp32TrainerOptions o = base(4);
-    o.estimator = "one_sided";
+    o.estimator = config::Estimator::kOneSided;
     o.queries = 2;
     add("LeNet-5 ElasticZO C=4 one_sided q=2", Net::kLeNet5, o);
   }
   {
     Fp32TrainerOptions o = base(4);
-    o.estimator = "layerwise";
+    o.estimator = config::Estimator::kLayerwise;
     o.queries = 2;
     add("LeNet-5 ElasticZO C=4 layerwise q=2", Net::kLeNet5, o);
   }
   {
     Fp32TrainerOptions o = base(4);
-    o.estimator = "layerwise";
+    o.estimator = config::Estimator::kLayerwise;
     o.queries = 2;
     o.cache_direction = o.defer_zo_update = true;
     add("LeNet-5 ElasticZO C=4 layerwise q=2 cache_direction", Net::kLeNet5, o);
   }
   {
     Fp32TrainerOptions o = base(5);
-    o.estimator = "layerwise";
+    o.estimator = config::Estimator::kLayerwise;
     o.queries = 2;
     o.node_perturbation = true;
     add("LeNet-5 Full ZO layerwise q=2 node perturbation", Net::kLeNet5, o);
   }
   {
     Fp32TrainerOptions o = base(4);
-    o.estimator = "layerwise";
+    o.estimator = config::Estimator::kLayerwise;
     o.queries = 2;
     o.node_perturbation = true;
     add("LeNet-5 ElasticZO C=4 layerwise q=2 node perturbation", Net::kLeNet5, o);

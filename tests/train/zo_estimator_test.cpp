@@ -39,7 +39,7 @@ class Recorder final : public ZoExecutor {
 };
 
 TEST(ZoEstimator, TwoSidedOneQueryIsThePapersStep) {
-  const auto e = make_estimator("two_sided", 1);
+  const auto e = make_estimator(config::Estimator::kTwoSided, 1);
   Recorder r;
   std::array<double, kMaxQueries> g{};
   e->step(r, g);
@@ -49,7 +49,7 @@ TEST(ZoEstimator, TwoSidedOneQueryIsThePapersStep) {
 }
 
 TEST(ZoEstimator, TwoSidedRestoresEveryQueryButTheLast) {
-  const auto e = make_estimator("two_sided", 3);
+  const auto e = make_estimator(config::Estimator::kTwoSided, 3);
   EXPECT_EQ(e->queries(), 3);
   Recorder r;
   std::array<double, kMaxQueries> g{};
@@ -67,11 +67,11 @@ TEST(ZoEstimator, TwoSidedRestoresEveryQueryButTheLast) {
 TEST(ZoEstimator, OneSidedProbesTheCleanLossOnce) {
   Recorder r1;
   std::array<double, kMaxQueries> g{};
-  make_estimator("one_sided", 1)->step(r1, g);
+  make_estimator(config::Estimator::kOneSided, 1)->step(r1, g);
   EXPECT_EQ(r1.log, (std::vector<std::string>{"perturb 0 1", "probe 0 +", "perturb 0 -1",
                                               "probe 0 -", "estimate 0 1", "update 10 restore 0"}));
   Recorder r3;
-  make_estimator("one_sided", 3)->step(r3, g);
+  make_estimator(config::Estimator::kOneSided, 3)->step(r3, g);
   EXPECT_EQ(r3.log, (std::vector<std::string>{
                         "probe 0 -", "perturb 0 1", "probe 0 +", "estimate 0 1", "perturb 0 -1",
                         "perturb 1 1", "probe 1 +", "estimate 1 1", "perturb 1 -1", "perturb 2 1",
@@ -79,14 +79,26 @@ TEST(ZoEstimator, OneSidedProbesTheCleanLossOnce) {
 }
 
 TEST(ZoEstimator, RegistryNamesTheChoices) {
-  for (const EstimatorInfo& i : estimators()) EXPECT_EQ(make_estimator(i.name, 2)->queries(), 2);
-  EXPECT_THROW(make_estimator("two_sided", 0), Error);
-  EXPECT_THROW(make_estimator("two_sided", kMaxQueries + 1), Error);
+  for (const config::EstimatorInfo& i : config::estimators()) EXPECT_EQ(make_estimator(i.id, 2)->queries(), 2);
+  EXPECT_THROW(make_estimator(config::Estimator::kTwoSided, 0), Error);
+  EXPECT_THROW(make_estimator(config::Estimator::kTwoSided, kMaxQueries + 1), Error);
   try {
-    make_estimator("one_sided_typo", 1);
+    (void)config::estimator("one_sided_typo");
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("two_sided"), std::string::npos) << e.what();
+  }
+}
+
+// Every registry entry of zo.perturbation has its kernel source, under the same name.
+TEST(ZoEstimator, EveryPerturbationEntryMapsToItsKernelSource) {
+  for (const config::PerturbationInfo& p : config::perturbations()) {
+    EXPECT_STREQ(kernels::perturb_source_name(perturb_source(p.id)), p.name);
+    if (p.signs && p.precisions.int8) {
+      EXPECT_EQ(sign_source(p.id), p.id == config::Perturbation::kXorshift
+                                       ? kernels::SignSource::kXorshift
+                                       : kernels::SignSource::kRademacher);
+    }
   }
 }
 
@@ -153,7 +165,7 @@ TEST(ZoEstimator, RademacherEnumerationIsUnbiasedWithTheTheorysSecondMoment) {
   for (const char* name : {"two_sided", "one_sided"})
   for (int q : {1, 2}) {
     SCOPED_TRACE(name);
-    const auto est = make_estimator(name, q);
+    const auto est = make_estimator(config::estimator(name).id, q);
     std::vector<double> mean(d, 0.0);
     double second = 0;
     const unsigned patterns = 1u << (d * q);
@@ -178,7 +190,7 @@ TEST(ZoEstimator, RademacherEnumerationIsUnbiasedWithTheTheorysSecondMoment) {
 // estimates approaches the gradient (a source whose variance were not 1 would scale it).
 TEST(ZoEstimator, EverySourceIsUnbiasedOnAQuadratic) {
   constexpr int d = 8, kSteps = 20000;
-  const auto est = make_estimator("two_sided", 1);
+  const auto est = make_estimator(config::Estimator::kTwoSided, 1);
   std::array<double, kMaxQueries> g{};
   for (auto s : {kernels::PerturbSource::kGaussian, kernels::PerturbSource::kRademacher,
                  kernels::PerturbSource::kUniform, kernels::PerturbSource::kXorshift}) {
@@ -252,7 +264,7 @@ TEST(ZoEstimator, LayerwiseIsTheGradientScaledPerBlock) {
   for (int q : {1, 2}) {
     Quadratic quad(d);
     const std::vector<double> grad = quad.grad(), theta0 = quad.theta;
-    const auto est = make_estimator("layerwise", q);
+    const auto est = make_estimator(config::Estimator::kLayerwise, q);
     std::array<double, kMaxQueries> g{};
     std::vector<double> mean(d, 0.0);
     const unsigned patterns = 1u << (d * q);

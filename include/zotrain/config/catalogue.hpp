@@ -1,5 +1,5 @@
-// The registries of data sets and architectures: what each is, in one list each, read by the
-// config (choices, help, compatibility, default batch), the data loading (normalisation, input
+// The registries of data sets and architectures: what each is and supports, in one list each,
+// read by the config (choices, help, compatibility errors, default batch), the data loading (normalisation, input
 // kind), the CLI and the tests. They live in the config layer because the config validates these
 // names; the code that builds a network (nn::make_model) or loads a set (run/run_data.cpp)
 // selects by the same names.
@@ -34,6 +34,9 @@ struct ArchInfo {
   int fp32_batch;       // train.batch_size 0 = these (the paper's batches)
   int int8_batch;
   const char* summary;  // for --help
+  Precisions precisions;  // model.precision it trains in
+  bool batchnorm;       // has BatchNorm: no batched probes (zo.batched), whose 2q replicas
+                        // would share its batch statistics
 };
 
 const std::vector<DatasetInfo>& datasets();  // in Dataset order

@@ -1,6 +1,7 @@
 // Experiment configuration: JSON file → validated, typed struct.
-// One schema table (src/config/config.cpp) lists every key with its type, default, range and
-// help; it drives validation, --set overrides, the effective-config dump and `--help` text.
+// One schema lists every key with its type, default, range and help, each section's keys and
+// rules beside its options (src/config/schema.hpp says which file holds which); it drives
+// validation, --set overrides, the effective-config dump and `--help` text.
 // All errors throw zt::Error naming the key (with the nearest valid key for unknown ones), the
 // file, and what was expected.
 #pragma once
@@ -50,16 +51,16 @@ struct OptimizerConfig {
 struct ZoConfig {
   double eps = 1e-3;
   double grad_clip = 2.0;              // chosen by a sweep (README, "Defaults")
-  std::string preset = "mezo";         // zo_presets(): fills the keys below not given
-  std::string estimator = "two_sided";  // a name of train/zo_estimator.hpp's registry
+  Preset preset = Preset::kMezo;       // presets(): fills the keys below not given
+  Estimator estimator = Estimator::kTwoSided;  // estimators() (config/methods.hpp)
   std::int64_t queries = 1;            // q directions per step (int8: 1, except layerwise)
   bool batched = false;                // P-RGE: all 2q probes as one forward (FP32, no BatchNorm)
   bool cache_direction = false;        // FP32: draw z once per step into a buffer (same bits)
   bool node_perturbation = false;      // layerwise: PMT's node perturbation where it has fewer dims
-  std::string perturbation = "gaussian";  // kernels/perturb.hpp's sources (FP32 only)
+  Perturbation perturbation = Perturbation::kGaussian;  // perturbations() (config/methods.hpp)
   std::int64_t pool_size = 4095;       // pezo_pool: N
   bool pezo_pow2 = false;              // PeZO sources: scale by a power of two
-  std::string pezo_offset = "seeded";  // PeZO sources: seeded | stream
+  PezoOffset pezo_offset = PezoOffset::kSeeded;  // PeZO sources: seeded | stream
   std::int64_t rngs = 31;              // pezo_onthefly: n
   std::int64_t rng_bits = 8;           // pezo_onthefly: b
 };
@@ -168,14 +169,6 @@ Schedule resolve_b_bp(const ExperimentConfig& cfg, int partition);
 // docs/results/tuning/int8-pointnet-p-zero.md).
 Schedule resolve_p_zero(const ExperimentConfig& cfg);
 
-// zo.preset: a named set of zo.* values (the method of one paper). The loader applies them to
-// the keys the file and --set did not give, so explicit keys override a preset.
-struct ZoPreset {
-  std::string_view name;
-  std::string_view summary;
-  std::vector<std::pair<std::string_view, std::string_view>> values;  // key, JSON value
-};
-const std::vector<ZoPreset>& zo_presets();
 // The method a run with partition C of L layers is: Full BP at C = 0, Full ZO at C = L,
 // ElasticZO between.
 Method effective_method(int partition, int num_layers);

@@ -1,13 +1,14 @@
-// The network factories, one line per architecture (src/nn/architectures.cpp). The config's
-// architecture registry (config/catalogue.hpp: input kind, default batches, help) names the
-// same architectures in the same order; tests/config/catalogue_test.cpp holds them together.
-// A new architecture is one file with its make_* function plus a line here and there.
+// The network factories, one line per architecture (src/nn/architectures.cpp), selected by the
+// enum (core/arch.hpp). The config's architecture registry (config/catalogue.hpp: its text,
+// input kind, default batches, capabilities, help) lists the same architectures in the same
+// order; tests/config/catalogue_test.cpp holds them together. A new architecture is one file
+// with its make_* function, an enum value, a line here and an entry there.
 #pragma once
 
 #include <memory>
-#include <string_view>
 #include <vector>
 
+#include "zotrain/core/arch.hpp"
 #include "zotrain/kernels/isa.hpp"
 #include "zotrain/nn/model.hpp"
 #include "zotrain/nn/pointnet.hpp"
@@ -15,15 +16,12 @@
 namespace zt::nn {
 
 struct ArchFactory {
-  const char* name;  // model.arch
+  Arch id;  // its position in arch_factories()
   // `points` is the per-sample point count of point-cloud networks; others ignore it.
   std::unique_ptr<Model> (*make)(kernels::Isa isa, int points);
 };
-const std::vector<ArchFactory>& arch_factories();
+const std::vector<ArchFactory>& arch_factories();  // in Arch order
 
-// Builds a model by architecture name; throws zt::Error naming model.arch and the choices for
-// an unknown name.
-std::unique_ptr<Model> make_model(std::string_view arch, kernels::Isa isa,
-                                  int points = kPointNetDefaultPoints);
+std::unique_ptr<Model> make_model(Arch arch, kernels::Isa isa, int points = kPointNetDefaultPoints);
 
 }  // namespace zt::nn

@@ -63,7 +63,7 @@ struct Fp32TrainerOptions {
   kernels::Isa isa = kernels::best_isa();  // for the perturbation kernel
   MemoryPlan plan = MemoryPlan::kLean;
   // The ZO estimator (train/zo_estimator.hpp) and its number of queries q.
-  std::string estimator = "two_sided";
+  config::Estimator estimator = config::Estimator::kTwoSided;
   int queries = 1;
   kernels::PerturbSource perturbation = kernels::PerturbSource::kGaussian;  // where z comes from
   kernels::PezoOptions pezo;  // the PeZO sources

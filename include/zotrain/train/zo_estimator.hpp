@@ -35,8 +35,8 @@
 //                   its last pass then probes clean once more, at the unperturbed θ, before the
 //                   update.
 // The estimator decides which probes a step takes, in which order, and with how many queries q.
-// A new estimator is one file in src/train/estimators/ plus one line in the registry
-// (src/train/zo_estimator.cpp).
+// A new estimator is one file in src/train/estimators/, one entry in config::estimators() (what
+// it supports) and one line in make_estimator (src/train/zo_estimator.cpp).
 #pragma once
 
 #include <cstddef>
@@ -47,6 +47,8 @@
 #include <vector>
 
 #include "zotrain/config/methods.hpp"
+#include "zotrain/kernels/perturb.hpp"
+#include "zotrain/kernels/perturb_s8.hpp"
 
 namespace zt::train {
 
@@ -81,15 +83,13 @@ class ZoEstimator {
   virtual void step(ZoExecutor& ex, std::span<double> g) const = 0;
 };
 
-struct EstimatorInfo {
-  const char* name;     // config value of zo.estimator
-  const char* summary;  // for --help
-  std::unique_ptr<ZoEstimator> (*make)(int queries);
-};
+// The estimator of zo.estimator (its capabilities: config::estimators()). Throws zt::Error for
+// queries outside [1, kMaxQueries].
+std::unique_ptr<ZoEstimator> make_estimator(config::Estimator estimator, int queries);
 
-const std::vector<EstimatorInfo>& estimators();
-// Throws zt::Error naming the choices for an unknown name, or for queries outside
-// [1, kMaxQueries].
-std::unique_ptr<ZoEstimator> make_estimator(std::string_view name, int queries);
+// The kernels behind zo.perturbation: the FP32 source, and int8 layer-wise ±1 signs (a source
+// without signs, config::PerturbationInfo::signs, maps to Rademacher there).
+kernels::PerturbSource perturb_source(config::Perturbation p);
+kernels::SignSource sign_source(config::Perturbation p);
 
 }  // namespace zt::train
