@@ -1,4 +1,4 @@
-// `zotrain bench`'s step figures: wall time of a training engine's step (src/run/engine.hpp, as
+// `zotrain bench`'s step figures: wall time of a training engine's step (include/zotrain/run/engine.hpp, as
 // a run makes it) after one warm-up step, split by the trainers' own phase timers; the Data phase
 // (the synthetic batch's copy) is not shown.
 #include <algorithm>
@@ -74,7 +74,7 @@ class SyntheticImages final : public run::BatchSource {
 };
 
 // A training step of one method on LeNet-5, built and run by the same engine as a training run
-// (src/run/engine.hpp) from a config of the method, precision, batch and the bench's ZO options;
+// (include/zotrain/run/engine.hpp) from a config of the method, precision, batch and the bench's ZO options;
 // the data set is the synthetic batch above.
 class StepRunner {
  public:
