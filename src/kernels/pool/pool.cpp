@@ -71,12 +71,7 @@ void maxpool2x2_backward_f32_portable(int planes, int h, int w, const float* x, 
   pool_detail::maxpool2x2_backward_planes(planes, h, w, x, dy, dx, pool_bwd_plane);
 }
 
-MaxPoolForwardF32Fn select_maxpool2x2_forward_f32(Isa isa) {
-  return ZT_SELECT(isa, maxpool2x2_forward_f32);
-}
-
-MaxPoolBackwardF32Fn select_maxpool2x2_backward_f32(Isa isa) {
-  return ZT_SELECT(isa, maxpool2x2_backward_f32);
-}
+ZT_DEFINE_SELECT(MaxPoolForwardF32Fn, maxpool2x2_forward_f32)
+ZT_DEFINE_SELECT(MaxPoolBackwardF32Fn, maxpool2x2_backward_f32)
 
 }  // namespace zt::kernels

@@ -142,12 +142,7 @@ void quantize_pixels_s8(const std::uint8_t* p, std::size_t n, const PixelQuant& 
   for (std::size_t i = 0; i < n; ++i) x[i] = q.table[p[i]];
 }
 
-RequantizeS32S8Fn select_requantize_s32_s8(Isa isa) {
-  return ZT_SELECT(isa, requantize_s32_s8);
-}
-
-UpdateWeightsS8Fn select_update_weights_s8(Isa isa) {
-  return ZT_SELECT(isa, update_weights_s8);
-}
+ZT_DEFINE_SELECT(RequantizeS32S8Fn, requantize_s32_s8)
+ZT_DEFINE_SELECT(UpdateWeightsS8Fn, update_weights_s8)
 
 }  // namespace zt::kernels
