@@ -38,26 +38,9 @@ inline void pool_bwd_plane(int h, int w, const float* __restrict xp, const float
     float* d0 = dxp + static_cast<std::ptrdiff_t>(2 * i) * w;
     float* d1 = d0 + w;
     const float* g = dyp + static_cast<std::ptrdiff_t>(i) * ow;
-    for (int j = 0; j < ow; ++j) {
-      const float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
-      float best = a;
-      int arg = 0;
-      if (b > best) { best = b; arg = 1; }
-      if (c > best) { best = c; arg = 2; }
-      if (d > best) { arg = 3; }
-      const float gj = g[j];
-      d0[2 * j] = arg == 0 ? gj : 0.0f;
-      d0[2 * j + 1] = arg == 1 ? gj : 0.0f;
-      d1[2 * j] = arg == 2 ? gj : 0.0f;
-      d1[2 * j + 1] = arg == 3 ? gj : 0.0f;
-    }
-    if (w & 1) {
-      d0[w - 1] = 0.0f;
-      d1[w - 1] = 0.0f;
-    }
+    pool_detail::maxpool2x2_backward_windows(r0, r1, g, d0, d1, 0, ow, w);
   }
-  if (h & 1)
-    for (int j = 0; j < w; ++j) dxp[static_cast<std::ptrdiff_t>(h - 1) * w + j] = 0.0f;
+  pool_detail::maxpool2x2_backward_odd_row(h, w, dxp);
 }
 
 }  // namespace

@@ -30,6 +30,36 @@ void for_each_plane(int planes, int h, int w, Fn fn) {
   for (int p = 0; p < planes; ++p) fn(p * in_sz, p * out_sz);
 }
 
+// Backward of the windows [j0, ow) of one row pair in scalar code: x rows r0, r1, dy row g, dx
+// rows d0, d1. Each window's dy goes to its first maximum (the reference scan, a b / c d), zero
+// to the other three; then, when w is odd, the last column of the pair (no window covers it).
+inline void maxpool2x2_backward_windows(const float* r0, const float* r1, const float* g, float* d0,
+                                        float* d1, int j0, int ow, int w) {
+  for (int j = j0; j < ow; ++j) {
+    const float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
+    float best = a;
+    int arg = 0;
+    if (b > best) { best = b; arg = 1; }
+    if (c > best) { best = c; arg = 2; }
+    if (d > best) { arg = 3; }
+    const float gj = g[j];
+    d0[2 * j] = arg == 0 ? gj : 0.0f;
+    d0[2 * j + 1] = arg == 1 ? gj : 0.0f;
+    d1[2 * j] = arg == 2 ? gj : 0.0f;
+    d1[2 * j + 1] = arg == 3 ? gj : 0.0f;
+  }
+  if (w & 1) {
+    d0[w - 1] = 0.0f;
+    d1[w - 1] = 0.0f;
+  }
+}
+
+// Zeroes the last row of a dx plane [h, w] when h is odd (no window covers it).
+inline void maxpool2x2_backward_odd_row(int h, int w, float* dxp) {
+  if (h & 1)
+    for (int j = 0; j < w; ++j) dxp[static_cast<std::ptrdiff_t>(h - 1) * w + j] = 0.0f;
+}
+
 // plane(h, w, x_plane, y_plane) for each plane.
 template <class PlaneFwd>
 void maxpool2x2_forward_planes(int planes, int h, int w, const float* x, float* y,

@@ -81,22 +81,9 @@ void pool_bwd_plane(int h, int w, const float* __restrict xp, const float* __res
       vst2q_f32(d0 + 2 * j, top_out);
       vst2q_f32(d1 + 2 * j, bot_out);
     }
-    for (; j < ow; ++j) {
-      float best;
-      const int arg = window_arg(r0[2 * j], r0[2 * j + 1], r1[2 * j], r1[2 * j + 1], &best);
-      const float gj = g[j];
-      d0[2 * j] = arg == 0 ? gj : 0.0f;
-      d0[2 * j + 1] = arg == 1 ? gj : 0.0f;
-      d1[2 * j] = arg == 2 ? gj : 0.0f;
-      d1[2 * j + 1] = arg == 3 ? gj : 0.0f;
-    }
-    if (w & 1) {
-      d0[w - 1] = 0.0f;
-      d1[w - 1] = 0.0f;
-    }
+    pool_detail::maxpool2x2_backward_windows(r0, r1, g, d0, d1, j, ow, w);
   }
-  if (h & 1)
-    for (int j = 0; j < w; ++j) dxp[static_cast<std::ptrdiff_t>(h - 1) * w + j] = 0.0f;
+  pool_detail::maxpool2x2_backward_odd_row(h, w, dxp);
 }
 
 }  // namespace
