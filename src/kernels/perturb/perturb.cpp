@@ -96,26 +96,7 @@ using PortableDriver = Driver<PortableGen>;
 
 }  // namespace
 
-void perturb_gaussian_f32_portable(float* theta, std::size_t n, std::uint64_t seed,
-                                   std::uint64_t stream, std::uint64_t offset, float scale) {
-  PortableDriver::run<Pass::kPerturb>(Dst{theta}, n, seed, stream, offset, scale);
-}
-
-void perturb_fill_gaussian_f32_portable(float* theta, float* z, std::size_t n, std::uint64_t seed,
-                                        std::uint64_t stream, std::uint64_t offset, float scale) {
-  PortableDriver::run<Pass::kTee>(Dst{theta, z}, n, seed, stream, offset, scale);
-}
-
-void update_perturb_fill_gaussian_f32_portable(float* theta, float* z, std::size_t n,
-                                               std::uint64_t seed, std::uint64_t stream,
-                                               std::uint64_t offset, float prev, float scale) {
-  PortableDriver::run<Pass::kUpdateTee>(Dst{theta, z}, n, seed, stream, offset, scale, prev);
-}
-
-void fill_gaussian_f32_portable(float* out, std::size_t n, std::uint64_t seed,
-                                std::uint64_t stream, std::uint64_t offset) {
-  PortableDriver::run<Pass::kFill>(Dst{out}, n, seed, stream, offset, 0.0f);
-}
+ZT_PERTURB_F32_PATH(portable, PortableDriver)
 
 ZT_DEFINE_SELECT(PerturbGaussianF32Fn, perturb_gaussian_f32)
 ZT_DEFINE_SELECT(FillGaussianF32Fn, fill_gaussian_f32)
