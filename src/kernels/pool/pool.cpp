@@ -13,11 +13,8 @@ namespace zt::kernels {
 namespace {
 
 inline void pool_fwd_plane(int h, int w, const float* __restrict xp, float* __restrict yp) {
-  const int oh = h / 2, ow = w / 2;
-  for (int i = 0; i < oh; ++i) {
-    const float* r0 = xp + static_cast<std::ptrdiff_t>(2 * i) * w;
-    const float* r1 = r0 + w;
-    float* out = yp + static_cast<std::ptrdiff_t>(i) * ow;
+  const int ow = w / 2;
+  pool_detail::forward_row_pairs(h, w, xp, yp, [ow](const float* r0, const float* r1, float* out) {
     for (int j = 0; j < ow; ++j) {
       float best = r0[2 * j];
       const float b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
@@ -26,21 +23,16 @@ inline void pool_fwd_plane(int h, int w, const float* __restrict xp, float* __re
       best = d > best ? d : best;
       out[j] = best;
     }
-  }
+  });
 }
 
 inline void pool_bwd_plane(int h, int w, const float* __restrict xp, const float* __restrict dyp,
                            float* __restrict dxp) {
-  const int oh = h / 2, ow = w / 2;
-  for (int i = 0; i < oh; ++i) {
-    const float* r0 = xp + static_cast<std::ptrdiff_t>(2 * i) * w;
-    const float* r1 = r0 + w;
-    float* d0 = dxp + static_cast<std::ptrdiff_t>(2 * i) * w;
-    float* d1 = d0 + w;
-    const float* g = dyp + static_cast<std::ptrdiff_t>(i) * ow;
-    pool_detail::maxpool2x2_backward_windows(r0, r1, g, d0, d1, 0, ow, w);
-  }
-  pool_detail::maxpool2x2_backward_odd_row(h, w, dxp);
+  const int ow = w / 2;
+  pool_detail::backward_row_pairs(h, w, xp, dyp, dxp,
+                                  [ow, w](const float* r0, const float* r1, const float* g, float* d0, float* d1) {
+                                    pool_detail::maxpool2x2_backward_windows(r0, r1, g, d0, d1, 0, ow, w);
+                                  });
 }
 
 }  // namespace

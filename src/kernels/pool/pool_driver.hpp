@@ -54,8 +54,28 @@ inline void maxpool2x2_backward_windows(const float* r0, const float* r1, const 
   }
 }
 
-// Zeroes the last row of a dx plane [h, w] when h is odd (no window covers it).
-inline void maxpool2x2_backward_odd_row(int h, int w, float* dxp) {
+// fn(r0, r1, out) for the row pairs of a plane [h, w]: x rows 2i and 2i + 1, output row i of
+// the [h/2, w/2] plane, i < h/2.
+template <class Fn>
+inline void forward_row_pairs(int h, int w, const float* xp, float* yp, const Fn& fn) {
+  const int oh = h / 2, ow = w / 2;
+  for (int i = 0; i < oh; ++i) {
+    const float* r0 = xp + static_cast<std::ptrdiff_t>(2 * i) * w;
+    fn(r0, r0 + w, yp + static_cast<std::ptrdiff_t>(i) * ow);
+  }
+}
+
+// fn(r0, r1, g, d0, d1) for the row pairs of a plane [h, w]: x rows r0, r1 and dx rows d0, d1
+// (2i and 2i + 1), dy row g (i), i < h/2; then the last dx row zeroed when h is odd (no window
+// covers it).
+template <class Fn>
+inline void backward_row_pairs(int h, int w, const float* xp, const float* dyp, float* dxp, const Fn& fn) {
+  const int oh = h / 2, ow = w / 2;
+  for (int i = 0; i < oh; ++i) {
+    const float* r0 = xp + static_cast<std::ptrdiff_t>(2 * i) * w;
+    float* d0 = dxp + static_cast<std::ptrdiff_t>(2 * i) * w;
+    fn(r0, r0 + w, dyp + static_cast<std::ptrdiff_t>(i) * ow, d0, d0 + w);
+  }
   if (h & 1)
     for (int j = 0; j < w; ++j) dxp[static_cast<std::ptrdiff_t>(h - 1) * w + j] = 0.0f;
 }
