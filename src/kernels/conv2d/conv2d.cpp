@@ -23,8 +23,8 @@
 #include <cstddef>
 
 #include "conv2d_driver.hpp"
+#include "../conv2d_shape.hpp"
 #include "../select_isa.hpp"
-#include "zotrain/core/error.hpp"
 #include "zotrain/kernels/conv2d.hpp"
 #include "zotrain/kernels/gemm.hpp"
 
@@ -129,11 +129,6 @@ struct PortableTiles {
 };
 constexpr Tiles kPortableTiles = tiles_of<PortableTiles>(&gemm_f32_portable);
 
-void check_shape(const Conv2dShape& s) {
-  ZT_CHECK(s.batch >= 0 && s.in_c > 0 && s.out_c > 0 && s.kernel > 0 && s.pad >= 0);
-  ZT_CHECK(s.in_h > 0 && s.in_w > 0 && s.out_h() > 0 && s.out_w() > 0);
-}
-
 }  // namespace
 
 namespace conv2d_detail {
@@ -141,7 +136,7 @@ int lanes() { return kLanes; }
 }  // namespace conv2d_detail
 
 std::size_t conv2d_scratch_floats(const Conv2dShape& s) {
-  check_shape(s);
+  detail::check_conv2d_shape(s);
   if (slots_of(s) == 0) return 0;
   const ptrdiff_t gemm = gemm_scratch(s);
   const ptrdiff_t fwd = forward_uses_direct(s) ? direct_forward_scratch(s) : gemm;
@@ -153,7 +148,7 @@ namespace conv2d_detail {
 
 void forward(const Tiles& tiles, const Conv2dShape& s, const float* x, const float* w,
              const float* bias, float* y, float* scratch) {
-  check_shape(s);
+  detail::check_conv2d_shape(s);
   if (s.batch == 0) return;
   if (forward_uses_direct(s))
     direct_forward(tiles, s, x, w, bias, y, scratch);
@@ -163,7 +158,7 @@ void forward(const Tiles& tiles, const Conv2dShape& s, const float* x, const flo
 
 void backward(const Tiles& tiles, const Conv2dShape& s, const float* x, const float* w,
               const float* dy, float* dx, float* dw, float* db, float* scratch) {
-  check_shape(s);
+  detail::check_conv2d_shape(s);
   if (s.batch == 0) return;
   if (backward_uses_direct(s))
     direct_backward(tiles, s, x, w, dy, dx, dw, db, scratch);

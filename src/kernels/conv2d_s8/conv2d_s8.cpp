@@ -44,7 +44,7 @@ namespace {
 // int32 sum.
 void checked_canvas_conv(const MicroKernel& micro, const Conv2dShape& s, bool dx, const std::int8_t* in,
                          const std::int8_t* w, std::int32_t* out, void* scratch) {
-  check_conv_shape(s);
+  detail::check_conv2d_shape(s);
   ZT_CHECK_MSG(static_cast<std::int64_t>(dx ? s.out_c : s.in_c) * s.kernel * s.kernel <= kMaxTerms,
                dx ? "conv2d_s8: O·k·k > 65536 could overflow int32" : "conv2d_s8: C·k·k > 65536 could overflow int32");
   if (s.batch == 0) return;
@@ -55,12 +55,12 @@ void checked_canvas_conv(const MicroKernel& micro, const Conv2dShape& s, bool dx
 }  // namespace
 
 bool conv_dw_uses_dot(const Conv2dShape& s) {
-  check_conv_shape(s);
+  detail::check_conv2d_shape(s);
   return dw_dot(s);
 }
 
 bool conv_uses_channel_quads(const Conv2dShape& s, bool backward_input) {
-  check_conv_shape(s);
+  detail::check_conv2d_shape(s);
   return channel_quads(s, backward_input);
 }
 
@@ -76,7 +76,7 @@ void conv2d_backward_input(const MicroKernel& micro, const Conv2dShape& s, const
 
 void conv2d_backward_weights(const MicroKernel& micro, const Conv2dShape& s, const std::int8_t* x,
                              const std::int8_t* e, std::int32_t* g, void* scratch) {
-  check_conv_shape(s);
+  detail::check_conv2d_shape(s);
   if (s.batch == 0) {
     std::fill_n(g, static_cast<ptrdiff_t>(s.out_c) * s.in_c * s.kernel * s.kernel, 0);
     return;
@@ -88,7 +88,7 @@ void conv2d_backward_weights(const MicroKernel& micro, const Conv2dShape& s, con
 }  // namespace s8
 
 std::size_t conv2d_s8_scratch_bytes(const Conv2dShape& s, int threads) {
-  s8::check_conv_shape(s);
+  detail::check_conv2d_shape(s);
   ZT_CHECK(threads >= 1);
   if (s.batch == 0) return 0;
   const s8::ptrdiff_t need = std::max({s8::canvas_scratch(s, false, threads), s8::canvas_scratch(s, true, threads),

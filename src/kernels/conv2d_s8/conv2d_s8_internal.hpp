@@ -10,6 +10,7 @@
 #include <omp.h>
 #endif
 
+#include "../conv2d_shape.hpp"
 #include "../linear_s8/gemm_s8_internal.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/kernels/conv2d.hpp"
@@ -33,11 +34,6 @@ inline int thread_slot(bool team) {
   (void)team;
   return 0;
 #endif
-}
-
-inline void check_conv_shape(const Conv2dShape& s) {
-  ZT_CHECK(s.batch >= 0 && s.in_c > 0 && s.out_c > 0 && s.kernel > 0 && s.pad >= 0);
-  ZT_CHECK(s.in_h > 0 && s.in_w > 0 && s.out_h() > 0 && s.out_w() > 0);
 }
 
 // dst[r·ld_dst + i] = src[r·ld_src + i] for r < rows, i < n.
