@@ -37,14 +37,7 @@ inline void pool_bwd_plane(int h, int w, const float* __restrict xp, const float
 
 }  // namespace
 
-void maxpool2x2_forward_f32_portable(int planes, int h, int w, const float* x, float* y) {
-  pool_detail::maxpool2x2_forward_planes(planes, h, w, x, y, pool_fwd_plane);
-}
-
-void maxpool2x2_backward_f32_portable(int planes, int h, int w, const float* x, const float* dy,
-                                      float* dx) {
-  pool_detail::maxpool2x2_backward_planes(planes, h, w, x, dy, dx, pool_bwd_plane);
-}
+ZT_POOL_F32_PATH(portable, pool_fwd_plane, pool_bwd_plane)
 
 ZT_DEFINE_SELECT(MaxPoolForwardF32Fn, maxpool2x2_forward_f32)
 ZT_DEFINE_SELECT(MaxPoolBackwardF32Fn, maxpool2x2_backward_f32)

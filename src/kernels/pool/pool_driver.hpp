@@ -95,3 +95,14 @@ void maxpool2x2_backward_planes(int planes, int h, int w, const float* x, const 
 }
 
 }  // namespace zt::kernels::pool_detail
+
+// The public functions of a path (pool.hpp: maxpool2x2_forward_f32_<path>,
+// maxpool2x2_backward_f32_<path>) on its plane functions, at namespace zt::kernels.
+#define ZT_POOL_F32_PATH(path, fwd_plane, bwd_plane)                                             \
+  void maxpool2x2_forward_f32_##path(int planes, int h, int w, const float* x, float* y) {     \
+    pool_detail::maxpool2x2_forward_planes(planes, h, w, x, y, fwd_plane);                     \
+  }                                                                                            \
+  void maxpool2x2_backward_f32_##path(int planes, int h, int w, const float* x, const float* dy, \
+                                      float* dx) {                                             \
+    pool_detail::maxpool2x2_backward_planes(planes, h, w, x, dy, dx, bwd_plane);               \
+  }

@@ -80,13 +80,6 @@ void pool_bwd_plane(int h, int w, const float* __restrict xp, const float* __res
 
 }  // namespace
 
-void maxpool2x2_forward_f32_neon(int planes, int h, int w, const float* x, float* y) {
-  pool_detail::maxpool2x2_forward_planes(planes, h, w, x, y, pool_fwd_plane);
-}
-
-void maxpool2x2_backward_f32_neon(int planes, int h, int w, const float* x, const float* dy,
-                                  float* dx) {
-  pool_detail::maxpool2x2_backward_planes(planes, h, w, x, dy, dx, pool_bwd_plane);
-}
+ZT_POOL_F32_PATH(neon, pool_fwd_plane, pool_bwd_plane)
 
 }  // namespace zt::kernels
