@@ -48,6 +48,7 @@ void canvas_conv(const MicroKernel& micro, const Conv2dShape& s, bool dx, const 
                  const std::int8_t* w, std::int32_t* out, void* scratch);
 // Bytes canvas_conv needs with `threads` slots (without the alignment room).
 ptrdiff_t canvas_scratch(const Conv2dShape& s, bool dx, int threads);
+// Whether canvas_conv reduces over channel quads (else row/column quads): the cheaper one.
 bool channel_quads(const Conv2dShape& s, bool dx);
 
 // Weight gradient g[O, C, k, k] = Σ_b e ⋆ x for a checked shape with batch > 0; base: the
@@ -55,6 +56,7 @@ bool channel_quads(const Conv2dShape& s, bool dx);
 void weight_gradient(const MicroKernel& micro, const Conv2dShape& s, const std::int8_t* x,
                      const std::int8_t* e, std::int32_t* g, std::uint8_t* base);
 ptrdiff_t weight_gradient_scratch(const Conv2dShape& s, int threads);
+// Whether weight_gradient takes the dot form (else the lane form): the fewer vector products.
 bool dw_dot(const Conv2dShape& s);
 
 }  // namespace zt::kernels::s8
