@@ -10,11 +10,21 @@
 #endif
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include "zotrain/core/rng.hpp"
 
 namespace zt::data::exact {
+
+// c[0]·y^(N−1) + … + c[N−1] by Horner's rule, ((c[0]·y + c[1])·y + …)·y + c[N−1]: the same
+// operations in the same order everywhere.
+template <std::size_t N>
+inline double horner(double y, const double (&c)[N]) {
+  double acc = c[0];
+  for (std::size_t i = 1; i < N; ++i) acc = acc * y + c[i];
+  return acc;
+}
 
 // sin and cos of 2π·t (t in turns). The reduction to [−1/8, 1/8] turn is exact (t − q/4 with q
 // an integer); the Taylor series to x^17 / x^16 on |x| ≤ π/4 errs by < 2e-16 relative, far below
@@ -24,25 +34,15 @@ inline void sincos_turns(double t, double* s, double* c) {
   const double q = std::nearbyint(t * 4.0);  // quadrant, exact for |t| < 2^50
   const double x = (t - q * 0.25) * kTwoPi;  // t − q/4 exact (Sterbenz), |x| ≤ π/4
   const double x2 = x * x;
-  // Horner with fixed coefficients 1/k!: the same operations everywhere.
-  double sp = 1.0 / 355687428096000.0;  // 1/17!
-  sp = sp * -x2 + 1.0 / 1307674368000.0;
-  sp = sp * -x2 + 1.0 / 6227020800.0;
-  sp = sp * -x2 + 1.0 / 39916800.0;
-  sp = sp * -x2 + 1.0 / 362880.0;
-  sp = sp * -x2 + 1.0 / 5040.0;
-  sp = sp * -x2 + 1.0 / 120.0;
-  sp = sp * -x2 + 1.0 / 6.0;
-  const double sn = x - x * x2 * sp;
-  double cp = 1.0 / 20922789888000.0;  // 1/16!
-  cp = cp * -x2 + 1.0 / 87178291200.0;
-  cp = cp * -x2 + 1.0 / 479001600.0;
-  cp = cp * -x2 + 1.0 / 3628800.0;
-  cp = cp * -x2 + 1.0 / 40320.0;
-  cp = cp * -x2 + 1.0 / 720.0;
-  cp = cp * -x2 + 1.0 / 24.0;
-  cp = cp * -x2 + 0.5;
-  const double cs = 1.0 - x2 * cp;
+  // Taylor coefficients 1/k!, highest first: sin 1/17!, 1/15!, …, 1/3!; cos 1/16!, …, 1/2!.
+  constexpr double kSin[] = {1.0 / 355687428096000.0, 1.0 / 1307674368000.0, 1.0 / 6227020800.0,
+                             1.0 / 39916800.0,        1.0 / 362880.0,        1.0 / 5040.0,
+                             1.0 / 120.0,             1.0 / 6.0};
+  constexpr double kCos[] = {1.0 / 20922789888000.0, 1.0 / 87178291200.0, 1.0 / 479001600.0,
+                             1.0 / 3628800.0,        1.0 / 40320.0,       1.0 / 720.0,
+                             1.0 / 24.0,             0.5};
+  const double sn = x - x * x2 * horner(-x2, kSin);
+  const double cs = 1.0 - x2 * horner(-x2, kCos);
   // Rotate by the quadrant: (sin, cos)(x + qπ/2).
   switch (static_cast<std::int64_t>(q) & 3) {
     case 0: *s = sn, *c = cs; break;

@@ -15,6 +15,9 @@
 //   ZT_SELECT_PLAIN(isa, f)  the same as ZT_SELECT for a family whose one plain f is both its
 //                      reference and its portable path (exact selections: int8 ReLU and pools),
 //                      with f_neon
+//   ZT_DEFINE_SELECT(Fn, f)  the definition `Fn select_f(Isa isa)` with the body ZT_SELECT
+//                      (ZT_DEFINE_SELECT_DOT, ZT_DEFINE_SELECT_PLAIN: ZT_SELECT_DOT,
+//                      ZT_SELECT_PLAIN), so a family's select functions are one line each
 #pragma once
 
 #include "zotrain/kernels/isa.hpp"
@@ -54,6 +57,12 @@
   ::zt::kernels::detail::pick_isa<decltype(&f##_ref)>((isa), &f##_ref, &f##_portable,   \
                                                       ZT_NEON_FN(f), ZT_NEON_DOT_FN(f),  \
                                                       ZT_AVX512_VNNI_FN(f), ZT_AVX2_FN(f))
+#define ZT_DEFINE_SELECT(Fn, f) \
+  Fn select_##f(Isa isa) { return ZT_SELECT(isa, f); }
+#define ZT_DEFINE_SELECT_DOT(Fn, f) \
+  Fn select_##f(Isa isa) { return ZT_SELECT_DOT(isa, f); }
+#define ZT_DEFINE_SELECT_PLAIN(Fn, f) \
+  Fn select_##f(Isa isa) { return ZT_SELECT_PLAIN(isa, f); }
 
 namespace zt::kernels::detail {
 

@@ -1,5 +1,6 @@
-// Internals of the conv2d family. conv2d.cpp holds the drivers (algorithm choice, padding,
-// packing, im2col, slots and their fixed-order reductions) and the portable register tiles;
+// Internals of the conv2d family. conv2d.cpp, conv2d_direct.cpp and conv2d_im2col.cpp hold the
+// drivers (algorithm choice, padding, packing, im2col, slots and their fixed-order reductions;
+// conv2d_driver.hpp) and conv2d.cpp the portable register tiles;
 // the NEON path (conv2d_neon.cpp) runs the same drivers with its own tiles and GEMM, so the two
 // paths share every layout, scratch size and summation order and differ only in the products.
 // Also exposed for tests: which algorithm a shape takes.

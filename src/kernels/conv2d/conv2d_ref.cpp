@@ -2,22 +2,14 @@
 // Uses no scratch.
 #include <cstddef>
 
-#include "zotrain/core/error.hpp"
+#include "../conv2d_shape.hpp"
 #include "zotrain/kernels/conv2d.hpp"
 
 namespace zt::kernels {
-namespace {
-
-void check_shape(const Conv2dShape& s) {
-  ZT_CHECK(s.batch >= 0 && s.in_c > 0 && s.out_c > 0 && s.kernel > 0 && s.pad >= 0);
-  ZT_CHECK(s.in_h > 0 && s.in_w > 0 && s.out_h() > 0 && s.out_w() > 0);
-}
-
-}  // namespace
 
 void conv2d_forward_f32_ref(const Conv2dShape& s, const float* x, const float* w,
                             const float* bias, float* y, float* /*scratch*/) {
-  check_shape(s);
+  detail::check_conv2d_shape(s);
   const int oh_n = s.out_h(), ow_n = s.out_w(), k = s.kernel;
   for (int b = 0; b < s.batch; ++b)
     for (int o = 0; o < s.out_c; ++o)
@@ -41,7 +33,7 @@ void conv2d_forward_f32_ref(const Conv2dShape& s, const float* x, const float* w
 void conv2d_backward_f32_ref(const Conv2dShape& s, const float* x, const float* w,
                              const float* dy, float* dx, float* dw, float* db,
                              float* /*scratch*/) {
-  check_shape(s);
+  detail::check_conv2d_shape(s);
   const int oh_n = s.out_h(), ow_n = s.out_w(), k = s.kernel;
   auto x_at = [&](int b, int c, int ih, int iw) {
     return x[((static_cast<std::ptrdiff_t>(b) * s.in_c + c) * s.in_h + ih) * s.in_w + iw];

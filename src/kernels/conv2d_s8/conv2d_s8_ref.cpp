@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "../conv2d_shape.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/kernels/conv2d_s8.hpp"
 
@@ -14,16 +15,11 @@ namespace {
 
 constexpr std::int64_t kMaxDepth = 65536;
 
-void check_shape(const Conv2dShape& s) {
-  ZT_CHECK(s.batch >= 0 && s.in_c > 0 && s.out_c > 0 && s.kernel > 0 && s.pad >= 0);
-  ZT_CHECK(s.in_h > 0 && s.in_w > 0 && s.out_h() > 0 && s.out_w() > 0);
-}
-
 }  // namespace
 
 void conv2d_forward_s8_ref(const Conv2dShape& s, const std::int8_t* x, const std::int8_t* w,
                            std::int32_t* y, void* /*scratch*/) {
-  check_shape(s);
+  detail::check_conv2d_shape(s);
   ZT_CHECK(std::int64_t{s.in_c} * s.kernel * s.kernel <= kMaxDepth);
   const int oh_n = s.out_h(), ow_n = s.out_w(), k = s.kernel;
   for (int b = 0; b < s.batch; ++b)
@@ -45,7 +41,7 @@ void conv2d_forward_s8_ref(const Conv2dShape& s, const std::int8_t* x, const std
 
 void conv2d_backward_input_s8_ref(const Conv2dShape& s, const std::int8_t* e,
                                   const std::int8_t* w, std::int32_t* dx, void* /*scratch*/) {
-  check_shape(s);
+  detail::check_conv2d_shape(s);
   ZT_CHECK(std::int64_t{s.out_c} * s.kernel * s.kernel <= kMaxDepth);
   const int oh_n = s.out_h(), ow_n = s.out_w(), k = s.kernel;
   for (int b = 0; b < s.batch; ++b)
@@ -67,7 +63,7 @@ void conv2d_backward_input_s8_ref(const Conv2dShape& s, const std::int8_t* e,
 
 void conv2d_backward_weights_s8_ref(const Conv2dShape& s, const std::int8_t* x,
                                     const std::int8_t* e, std::int32_t* g, void* /*scratch*/) {
-  check_shape(s);
+  detail::check_conv2d_shape(s);
   const int oh_n = s.out_h(), ow_n = s.out_w(), k = s.kernel;
   for (int o = 0; o < s.out_c; ++o)
     for (int c = 0; c < s.in_c; ++c)

@@ -124,23 +124,11 @@ void maxpool_points_backward_s8(int batch, int points, int channels, const std::
 }
 
 // The NEON paths exist only in ARM builds (ZT_SELECT_PLAIN names them there).
-ReluForwardS8Fn select_relu_forward_s8(Isa isa) {
-  return ZT_SELECT_PLAIN(isa, relu_forward_s8);
-}
-ReluBackwardS8Fn select_relu_backward_s8(Isa isa) {
-  return ZT_SELECT_PLAIN(isa, relu_backward_s8);
-}
-MaxPool2x2ForwardS8Fn select_maxpool2x2_forward_s8(Isa isa) {
-  return ZT_SELECT_PLAIN(isa, maxpool2x2_forward_s8);
-}
-MaxPool2x2BackwardS8Fn select_maxpool2x2_backward_s8(Isa isa) {
-  return ZT_SELECT_PLAIN(isa, maxpool2x2_backward_s8);
-}
-MaxPoolPointsForwardS8Fn select_maxpool_points_forward_s8(Isa isa) {
-  return ZT_SELECT_PLAIN(isa, maxpool_points_forward_s8);
-}
-MaxPoolPointsBackwardS8Fn select_maxpool_points_backward_s8(Isa isa) {
-  return ZT_SELECT_PLAIN(isa, maxpool_points_backward_s8);
-}
+ZT_DEFINE_SELECT_PLAIN(ReluForwardS8Fn, relu_forward_s8)
+ZT_DEFINE_SELECT_PLAIN(ReluBackwardS8Fn, relu_backward_s8)
+ZT_DEFINE_SELECT_PLAIN(MaxPool2x2ForwardS8Fn, maxpool2x2_forward_s8)
+ZT_DEFINE_SELECT_PLAIN(MaxPool2x2BackwardS8Fn, maxpool2x2_backward_s8)
+ZT_DEFINE_SELECT_PLAIN(MaxPoolPointsForwardS8Fn, maxpool_points_forward_s8)
+ZT_DEFINE_SELECT_PLAIN(MaxPoolPointsBackwardS8Fn, maxpool_points_backward_s8)
 
 }  // namespace zt::kernels

@@ -96,8 +96,6 @@ void gemm_f32_portable(bool trans_a, bool trans_b, int m, int n, int k, const fl
                                           accumulate);
 }
 
-GemmF32Fn select_gemm_f32(Isa isa) {
-  return ZT_SELECT(isa, gemm_f32);
-}
+ZT_DEFINE_SELECT(GemmF32Fn, gemm_f32)
 
 }  // namespace zt::kernels

@@ -37,58 +37,35 @@ constexpr double kParallelMacs = 512.0 * 1024.0;
 
 inline int round_up(int v, int m) { return (v + m - 1) / m * m; }
 
-// Packs op(A)[i0 .. i0+mc, p0 .. p0+kc] into MR-row panels, k-major: dst[panel][p][r].
-// Rows past mc are zero. Packs one panel.
-template <int MR>
-void pack_a_panel(bool trans_a, const float* a, int lda, int i0, int mc, int p0, int kc, int panel,
-                  float* dst) {
-  const int r0 = panel * MR;
-  const int mr = std::min(MR, mc - r0);
-  float* d = dst + static_cast<std::ptrdiff_t>(panel) * MR * kc;
-  if (trans_a) {  // A is [K, M]: row p holds op(A)[:, p] contiguously.
+// Packs rows [i0, i0 + n) × depth [p0, p0 + kc) of an operand into R-wide panels, k-major:
+// dst[panel][p][r], zero past n; packs one panel. The operand's element (row i, depth p) is at
+// m[p·ld + i] when `rows_contiguous`, else at m[i·ld + p]. A is packed with R = MR (rows of
+// op(A); contiguous when trans_a), B with R = NR (columns of op(B); contiguous unless trans_b).
+template <int R>
+void pack_panel(bool rows_contiguous, const float* m, int ld, int i0, int n, int p0, int kc, int panel,
+                float* dst) {
+  const int r0 = panel * R;
+  const int nr = std::min(R, n - r0);
+  float* d = dst + static_cast<std::ptrdiff_t>(panel) * R * kc;
+  if (rows_contiguous) {
     for (int p = 0; p < kc; ++p) {
-      const float* src = a + static_cast<std::ptrdiff_t>(p0 + p) * lda + i0 + r0;
-      float* out = d + static_cast<std::ptrdiff_t>(p) * MR;
-      int r = 0;
-      for (; r < mr; ++r) out[r] = src[r];
-      for (; r < MR; ++r) out[r] = 0.0f;
-    }
-  } else {  // A is [M, K].
-    for (int r = 0; r < mr; ++r) {
-      const float* src = a + static_cast<std::ptrdiff_t>(i0 + r0 + r) * lda + p0;
-      for (int p = 0; p < kc; ++p) d[static_cast<std::ptrdiff_t>(p) * MR + r] = src[p];
-    }
-    for (int r = mr; r < MR; ++r)
-      for (int p = 0; p < kc; ++p) d[static_cast<std::ptrdiff_t>(p) * MR + r] = 0.0f;
-  }
-}
-
-// Packs op(B)[p0 .. p0+kc, j0 .. j0+nc] into NR-column panels, k-major: dst[panel][p][c].
-template <int NR>
-void pack_b_panel(bool trans_b, const float* b, int ldb, int j0, int nc, int p0, int kc, int panel,
-                  float* dst) {
-  const int c0 = panel * NR;
-  const int nr = std::min(NR, nc - c0);
-  float* d = dst + static_cast<std::ptrdiff_t>(panel) * NR * kc;
-  if (!trans_b) {  // B is [K, N]: contiguous along N.
-    for (int p = 0; p < kc; ++p) {
-      const float* src = b + static_cast<std::ptrdiff_t>(p0 + p) * ldb + j0 + c0;
-      float* out = d + static_cast<std::ptrdiff_t>(p) * NR;
-      if (nr == NR) {
-        std::memcpy(out, src, sizeof(float) * NR);
+      const float* src = m + static_cast<std::ptrdiff_t>(p0 + p) * ld + i0 + r0;
+      float* out = d + static_cast<std::ptrdiff_t>(p) * R;
+      if (nr == R) {
+        std::memcpy(out, src, sizeof(float) * R);
       } else {
-        int c = 0;
-        for (; c < nr; ++c) out[c] = src[c];
-        for (; c < NR; ++c) out[c] = 0.0f;
+        int r = 0;
+        for (; r < nr; ++r) out[r] = src[r];
+        for (; r < R; ++r) out[r] = 0.0f;
       }
     }
-  } else {  // B is [N, K].
-    for (int c = 0; c < nr; ++c) {
-      const float* src = b + static_cast<std::ptrdiff_t>(j0 + c0 + c) * ldb + p0;
-      for (int p = 0; p < kc; ++p) d[static_cast<std::ptrdiff_t>(p) * NR + c] = src[p];
+  } else {
+    for (int r = 0; r < nr; ++r) {
+      const float* src = m + static_cast<std::ptrdiff_t>(i0 + r0 + r) * ld + p0;
+      for (int p = 0; p < kc; ++p) d[static_cast<std::ptrdiff_t>(p) * R + r] = src[p];
     }
-    for (int c = nr; c < NR; ++c)
-      for (int p = 0; p < kc; ++p) d[static_cast<std::ptrdiff_t>(p) * NR + c] = 0.0f;
+    for (int r = nr; r < R; ++r)
+      for (int p = 0; p < kc; ++p) d[static_cast<std::ptrdiff_t>(p) * R + r] = 0.0f;
   }
 }
 
@@ -134,13 +111,13 @@ void gemm_blocked(bool trans_a, bool trans_b, int m, int n, int k, const float* 
         const bool load_c = accumulate || pc > 0;
 #pragma omp for schedule(static)
         for (int jp = 0; jp < n_panels; ++jp)
-          pack_b_panel<kNr>(trans_b, b, ldb, jc, nc, pc, kc, jp, b_pack);
+          pack_panel<kNr>(!trans_b, b, ldb, jc, nc, pc, kc, jp, b_pack);
         for (int ic = 0; ic < m; ic += kMc) {
           const int mc = std::min(kMc, m - ic);
           const int m_panels = (mc + kMr - 1) / kMr;
 #pragma omp for schedule(static)
           for (int ip = 0; ip < m_panels; ++ip)
-            pack_a_panel<kMr>(trans_a, a, lda, ic, mc, pc, kc, ip, a_pack);
+            pack_panel<kMr>(trans_a, a, lda, ic, mc, pc, kc, ip, a_pack);
           // Tiles: column panel outer so a thread's consecutive tiles share the B panel.
 #pragma omp for schedule(static)
           for (int t = 0; t < n_panels * m_panels; ++t) {

@@ -29,6 +29,7 @@
 
 #include "zotrain/kernels/conv2d.hpp"
 #include "zotrain/kernels/isa.hpp"
+#include "../select_isa.hpp"
 
 namespace zt::kernels::s8 {
 
@@ -124,6 +125,11 @@ extern const MicroKernel micro_kernel_neon_dot;
 // The micro-kernel of a kernel path, chosen as every family chooses (select_isa.hpp: a path
 // this build lacks falls back). kReference, which has no micro-kernel, gives the portable one.
 const MicroKernel& micro_kernel(Isa isa);
+// X(path) for each micro-kernel this build has: portable, then avx512_vnni, avx2, neon and
+// neon_dot where built (the public functions of linear_s8.cpp and conv2d_s8.cpp, one per path).
+#define ZT_FOR_EACH_S8_PATH(X)                                                 \
+  X(portable) ZT_IF_AVX512_VNNI(X(avx512_vnni), ) ZT_IF_AVX2(X(avx2), ) \
+      ZT_IF_NEON(X(neon), ) ZT_IF_NEON_DOT(X(neon_dot), )
 
 // dst[l] = src[l] for a run of n ≤ kLanes (16) int32 values: up to four 4-value blocks, the
 // last one ending at n (overlapping its predecessor when n is not a multiple of 4); n < 4 one

@@ -82,57 +82,35 @@ void run_tiles(bool team, const MicroKernel& micro, bool rows_mode, int rows, in
   });
 }
 
-}  // namespace
-
-// ---- forward: y[B,N] = x[B,K] · w[N,K]ᵀ ----------------------------------------------------
-void linear_forward(const MicroKernel& micro, int B, int N, int K, const std::int8_t* x, const std::int8_t* w,
-                    std::int32_t* y) {
-  ZT_CHECK(B >= 0 && N >= 0 && K >= 0);
-  ZT_CHECK_MSG(K <= kMaxTerms, "linear_s8: K > 65536 could overflow int32");
-  if (B == 0 || N == 0) return;
-  if (K == 0) {
-    std::fill_n(y, static_cast<ptrdiff_t>(B) * N, 0);
+// The rows-mode product of forward and input gradient: c[B, cols] = a[B, depth] · Wᵀ with A =
+// the rows of a read in place and B = W packed by pack_b(team, pack, lane0, panels, q0, nq,
+// b_step) as quads [q0, q0 + nq) of the depth × lanes [lane0, lane0 + panels·16), value ^
+// b_bias, quad q at pack + q·b_step. Blocks of panels × quads fit the pack buffer; quad blocks
+// after the first accumulate.
+template <class PackB>
+void rows_product(const MicroKernel& micro, int B, int depth, int cols, const std::int8_t* a_mat,
+                  std::int32_t* c, const PackB& pack_b) {
+  if (B == 0 || cols == 0) return;
+  if (depth == 0) {
+    std::fill_n(c, static_cast<ptrdiff_t>(B) * cols, 0);
     return;
   }
-  const int kq = ceil_div(K, 4), np = ceil_div(N, kLanes);
-  const int kqb = std::min(kq, std::max(16, kPackBytes / (np * kVecBytes)));
-  const int npb = std::min({np, kMaxBlockPanels, std::max(1, kPackBytes / (kqb * kVecBytes))});
+  const int dq = ceil_div(depth, 4), np = ceil_div(cols, kLanes);
+  const int dqb = std::min(dq, std::max(16, kPackBytes / (np * kVecBytes)));
+  const int npb = std::min({np, kMaxBlockPanels, std::max(1, kPackBytes / (dqb * kVecBytes))});
   alignas(64) std::uint8_t pack[kPackBytes];
-  with_team(go_parallel(static_cast<std::int64_t>(B) * N * K), [&](bool team) {
+  with_team(go_parallel(static_cast<std::int64_t>(B) * cols * depth), [&](bool team) {
     for (int pb = 0; pb < np; pb += npb) {
       const int panels = std::min(npb, np - pb), lane0 = pb * kLanes;
       const ptrdiff_t b_step = static_cast<ptrdiff_t>(panels) * kVecBytes;
-      for (int q0 = 0; q0 < kq; q0 += kqb) {
-        const int nq = std::min(kqb, kq - q0);
-        // w[lane0 + l][4(q0 + q) + s] → pack[(q·lanes + l)·4 + s], value + 128.
-        team_for(team, panels * kLanes, [&](int l) {
-          const int n = lane0 + l;
-          std::uint8_t* d = pack + 4 * l;
-          int q = 0;
-          if (n < N) {
-            const std::int8_t* src = w + static_cast<ptrdiff_t>(n) * K + 4 * q0;
-            const int full = std::min(nq, (K - 4 * q0) / 4);
-            for (; q < full; ++q) {
-              std::uint32_t v;
-              std::memcpy(&v, src + 4 * q, 4);
-              v ^= 0x01010101u * micro.b_bias;
-              std::memcpy(d + q * b_step, &v, 4);
-            }
-            if (q < nq) {  // the partial last quad of the row
-              for (int s = 0; s < 4; ++s)
-                d[q * b_step + s] = 4 * (q0 + q) + s < K
-                                        ? static_cast<std::uint8_t>(static_cast<std::uint8_t>(src[4 * q + s]) ^ micro.b_bias)
-                                        : micro.b_bias;
-              ++q;
-            }
-          }
-          for (; q < nq; ++q) std::memset(d + q * b_step, micro.b_bias, 4);
-        });
+      for (int q0 = 0; q0 < dq; q0 += dqb) {
+        const int nq = std::min(dqb, dq - q0);
+        pack_b(team, pack, lane0, panels, q0, nq, b_step);
         run_tiles(team, micro, true, B, panels,
                   [&](MicroArgs& a, int r0, int mr, int p0, int nv, RowsA& ra, std::int32_t* corr, bool fresh) {
                     if (fresh) {
-                      rows_a(x, K, K, r0, mr, q0, nq, ra);
-                      row_corrections(x, K, r0, mr, 4 * q0, std::min(K, 4 * (q0 + nq)), corr);
+                      rows_a(a_mat, depth, depth, r0, mr, q0, nq, ra);
+                      row_corrections(a_mat, depth, r0, mr, 4 * q0, std::min(depth, 4 * (q0 + nq)), corr);
                     }
                     a.nq = nq;
                     a.a_rows = ra.rows;
@@ -140,9 +118,9 @@ void linear_forward(const MicroKernel& micro, int B, int N, int K, const std::in
                     a.a_tail = ra.has_tail ? ra.tail : nullptr;
                     a.b = pack + p0 * kVecBytes;
                     a.b_step = b_step;
-                    a.c = y + static_cast<ptrdiff_t>(r0) * N + lane0 + p0 * kLanes;
-                    a.ldc = N;
-                    a.n_valid = std::min(nv * kLanes, N - lane0 - p0 * kLanes);
+                    a.c = c + static_cast<ptrdiff_t>(r0) * cols + lane0 + p0 * kLanes;
+                    a.ldc = cols;
+                    a.n_valid = std::min(nv * kLanes, cols - lane0 - p0 * kLanes);
                     a.accumulate = q0 > 0;
                   });
       }
@@ -150,58 +128,63 @@ void linear_forward(const MicroKernel& micro, int B, int N, int K, const std::in
   });
 }
 
+}  // namespace
+
+// ---- forward: y[B,N] = x[B,K] · w[N,K]ᵀ ----------------------------------------------------
+void linear_forward(const MicroKernel& micro, int B, int N, int K, const std::int8_t* x, const std::int8_t* w,
+                    std::int32_t* y) {
+  ZT_CHECK(B >= 0 && N >= 0 && K >= 0);
+  ZT_CHECK_MSG(K <= kMaxTerms, "linear_s8: K > 65536 could overflow int32");
+  rows_product(micro, B, K, N, x, y,
+               [&](bool team, std::uint8_t* pack, int lane0, int panels, int q0, int nq, ptrdiff_t b_step) {
+                 // w[lane0 + l][4(q0 + q) + s] → pack[(q·lanes + l)·4 + s], value + 128.
+                 team_for(team, panels * kLanes, [&](int l) {
+                   const int n = lane0 + l;
+                   std::uint8_t* d = pack + 4 * l;
+                   int q = 0;
+                   if (n < N) {
+                     const std::int8_t* src = w + static_cast<ptrdiff_t>(n) * K + 4 * q0;
+                     const int full = std::min(nq, (K - 4 * q0) / 4);
+                     for (; q < full; ++q) {
+                       std::uint32_t v;
+                       std::memcpy(&v, src + 4 * q, 4);
+                       v ^= 0x01010101u * micro.b_bias;
+                       std::memcpy(d + q * b_step, &v, 4);
+                     }
+                     if (q < nq) {  // the partial last quad of the row
+                       for (int s = 0; s < 4; ++s)
+                         d[q * b_step + s] =
+                             4 * (q0 + q) + s < K
+                                 ? static_cast<std::uint8_t>(static_cast<std::uint8_t>(src[4 * q + s]) ^ micro.b_bias)
+                                 : micro.b_bias;
+                       ++q;
+                     }
+                   }
+                   for (; q < nq; ++q) std::memset(d + q * b_step, micro.b_bias, 4);
+                 });
+               });
+}
+
 // ---- backward input: dx[B,K] = e[B,N] · w[N,K] ---------------------------------------------
 void linear_backward_input(const MicroKernel& micro, int B, int N, int K, const std::int8_t* e,
                            const std::int8_t* w, std::int32_t* dx) {
   ZT_CHECK(B >= 0 && N >= 0 && K >= 0);
   ZT_CHECK_MSG(N <= kMaxTerms, "linear_s8: N > 65536 could overflow int32");
-  if (B == 0 || K == 0) return;
-  if (N == 0) {
-    std::fill_n(dx, static_cast<ptrdiff_t>(B) * K, 0);
-    return;
-  }
-  const int nq_all = ceil_div(N, 4), kp = ceil_div(K, kLanes);
-  const int nqb = std::min(nq_all, std::max(16, kPackBytes / (kp * kVecBytes)));
-  const int kpb = std::min({kp, kMaxBlockPanels, std::max(1, kPackBytes / (nqb * kVecBytes))});
-  alignas(64) std::uint8_t pack[kPackBytes];
-  with_team(go_parallel(static_cast<std::int64_t>(B) * N * K), [&](bool team) {
-    for (int pb = 0; pb < kp; pb += kpb) {
-      const int panels = std::min(kpb, kp - pb), lane0 = pb * kLanes;
-      const int lanes = std::min(panels * kLanes, K - lane0);
-      const ptrdiff_t b_step = static_cast<ptrdiff_t>(panels) * kVecBytes;
-      for (int q0 = 0; q0 < nq_all; q0 += nqb) {
-        const int nq = std::min(nqb, nq_all - q0);
-        // Quad q: rows n = 4(q0 + q) + s of w, columns lane0 + l → pack[q][l][s].
-        team_for(team, nq, [&](int q) {
-          const std::int8_t* r[4];
-          for (int s = 0; s < 4; ++s) {
-            const int n = 4 * (q0 + q) + s;
-            r[s] = n < N ? w + static_cast<ptrdiff_t>(n) * K + lane0 : kZeroRow;
-          }
-          std::uint8_t* d = pack + q * b_step;
-          interleave4(d, r[0], r[1], r[2], r[3], lanes, micro.b_bias);
-          std::memset(d + 4 * lanes, micro.b_bias, static_cast<std::size_t>(b_step - 4 * lanes));
-        });
-        run_tiles(team, micro, true, B, panels,
-                  [&](MicroArgs& a, int r0, int mr, int p0, int nv, RowsA& ra, std::int32_t* corr, bool fresh) {
-                    if (fresh) {
-                      rows_a(e, N, N, r0, mr, q0, nq, ra);
-                      row_corrections(e, N, r0, mr, 4 * q0, std::min(N, 4 * (q0 + nq)), corr);
-                    }
-                    a.nq = nq;
-                    a.a_rows = ra.rows;
-                    a.a_step = 4;
-                    a.a_tail = ra.has_tail ? ra.tail : nullptr;
-                    a.b = pack + p0 * kVecBytes;
-                    a.b_step = b_step;
-                    a.c = dx + static_cast<ptrdiff_t>(r0) * K + lane0 + p0 * kLanes;
-                    a.ldc = K;
-                    a.n_valid = std::min(nv * kLanes, K - lane0 - p0 * kLanes);
-                    a.accumulate = q0 > 0;
-                  });
-      }
-    }
-  });
+  rows_product(micro, B, N, K, e, dx,
+               [&](bool team, std::uint8_t* pack, int lane0, int panels, int q0, int nq, ptrdiff_t b_step) {
+                 const int lanes = std::min(panels * kLanes, K - lane0);
+                 // Quad q: rows n = 4(q0 + q) + s of w, columns lane0 + l → pack[q][l][s].
+                 team_for(team, nq, [&](int q) {
+                   const std::int8_t* r[4];
+                   for (int s = 0; s < 4; ++s) {
+                     const int n = 4 * (q0 + q) + s;
+                     r[s] = n < N ? w + static_cast<ptrdiff_t>(n) * K + lane0 : kZeroRow;
+                   }
+                   std::uint8_t* d = pack + q * b_step;
+                   interleave4(d, r[0], r[1], r[2], r[3], lanes, micro.b_bias);
+                   std::memset(d + 4 * lanes, micro.b_bias, static_cast<std::size_t>(b_step - 4 * lanes));
+                 });
+               });
 }
 
 // ---- backward weights: g[N,K] = Σ_b e[b,n] · x[b,k] -----------------------------------------
@@ -305,29 +288,11 @@ void linear_backward_weights(const MicroKernel& micro, int B, int N, int K, cons
                                          const std::int8_t* x, std::int32_t* g) {                  \
     s8::linear_backward_weights(s8::micro_kernel_##path, B, N, K, e, x, g);                        \
   }
-ZT_LINEAR_S8_PATH(portable)
-#if defined(ZT_HAVE_AVX512_VNNI)
-ZT_LINEAR_S8_PATH(avx512_vnni)
-#endif
-#if defined(ZT_HAVE_AVX2)
-ZT_LINEAR_S8_PATH(avx2)
-#endif
-#if defined(ZT_HAVE_NEON)
-ZT_LINEAR_S8_PATH(neon)
-#endif
-#if defined(ZT_HAVE_NEON_DOT)
-ZT_LINEAR_S8_PATH(neon_dot)
-#endif
+ZT_FOR_EACH_S8_PATH(ZT_LINEAR_S8_PATH)
 #undef ZT_LINEAR_S8_PATH
 
-LinearForwardS8Fn select_linear_forward_s8(Isa isa) {
-  return ZT_SELECT_DOT(isa, linear_forward_s8);
-}
-LinearBackwardInputS8Fn select_linear_backward_input_s8(Isa isa) {
-  return ZT_SELECT_DOT(isa, linear_backward_input_s8);
-}
-LinearBackwardWeightsS8Fn select_linear_backward_weights_s8(Isa isa) {
-  return ZT_SELECT_DOT(isa, linear_backward_weights_s8);
-}
+ZT_DEFINE_SELECT_DOT(LinearForwardS8Fn, linear_forward_s8)
+ZT_DEFINE_SELECT_DOT(LinearBackwardInputS8Fn, linear_backward_input_s8)
+ZT_DEFINE_SELECT_DOT(LinearBackwardWeightsS8Fn, linear_backward_weights_s8)
 
 }  // namespace zt::kernels

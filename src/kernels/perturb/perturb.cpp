@@ -96,41 +96,11 @@ using PortableDriver = Driver<PortableGen>;
 
 }  // namespace
 
-void perturb_gaussian_f32_portable(float* theta, std::size_t n, std::uint64_t seed,
-                                   std::uint64_t stream, std::uint64_t offset, float scale) {
-  PortableDriver::run<Pass::kPerturb>(Dst{theta}, n, seed, stream, offset, scale);
-}
+ZT_PERTURB_F32_PATH(portable, PortableDriver)
 
-void perturb_fill_gaussian_f32_portable(float* theta, float* z, std::size_t n, std::uint64_t seed,
-                                        std::uint64_t stream, std::uint64_t offset, float scale) {
-  PortableDriver::run<Pass::kTee>(Dst{theta, z}, n, seed, stream, offset, scale);
-}
-
-void update_perturb_fill_gaussian_f32_portable(float* theta, float* z, std::size_t n,
-                                               std::uint64_t seed, std::uint64_t stream,
-                                               std::uint64_t offset, float prev, float scale) {
-  PortableDriver::run<Pass::kUpdateTee>(Dst{theta, z}, n, seed, stream, offset, scale, prev);
-}
-
-void fill_gaussian_f32_portable(float* out, std::size_t n, std::uint64_t seed,
-                                std::uint64_t stream, std::uint64_t offset) {
-  PortableDriver::run<Pass::kFill>(Dst{out}, n, seed, stream, offset, 0.0f);
-}
-
-PerturbGaussianF32Fn select_perturb_gaussian_f32(Isa isa) {
-  return ZT_SELECT(isa, perturb_gaussian_f32);
-}
-
-FillGaussianF32Fn select_fill_gaussian_f32(Isa isa) {
-  return ZT_SELECT(isa, fill_gaussian_f32);
-}
-
-PerturbFillF32Fn select_perturb_fill_gaussian_f32(Isa isa) {
-  return ZT_SELECT(isa, perturb_fill_gaussian_f32);
-}
-
-UpdatePerturbFillF32Fn select_update_perturb_fill_gaussian_f32(Isa isa) {
-  return ZT_SELECT(isa, update_perturb_fill_gaussian_f32);
-}
+ZT_DEFINE_SELECT(PerturbGaussianF32Fn, perturb_gaussian_f32)
+ZT_DEFINE_SELECT(FillGaussianF32Fn, fill_gaussian_f32)
+ZT_DEFINE_SELECT(PerturbFillF32Fn, perturb_fill_gaussian_f32)
+ZT_DEFINE_SELECT(UpdatePerturbFillF32Fn, update_perturb_fill_gaussian_f32)
 
 }  // namespace zt::kernels

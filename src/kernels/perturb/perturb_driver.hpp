@@ -139,3 +139,28 @@ struct Driver {
 };
 
 }  // namespace zt::kernels::perturb_detail
+
+// The public functions of a path (perturb.hpp: perturb_gaussian_f32_<path>,
+// perturb_fill_gaussian_f32_<path>, update_perturb_fill_gaussian_f32_<path>,
+// fill_gaussian_f32_<path>) on its Driver<Gen> D, at namespace zt::kernels.
+#define ZT_PERTURB_F32_PATH(path, D)                                                              \
+  void perturb_gaussian_f32_##path(float* theta, std::size_t n, std::uint64_t seed,               \
+                                   std::uint64_t stream, std::uint64_t offset, float scale) {     \
+    D::run<perturb_detail::Pass::kPerturb>(perturb_detail::Dst{theta}, n, seed, stream, offset,   \
+                                           scale);                                                \
+  }                                                                                               \
+  void perturb_fill_gaussian_f32_##path(float* theta, float* z, std::size_t n, std::uint64_t seed, \
+                                        std::uint64_t stream, std::uint64_t offset, float scale) { \
+    D::run<perturb_detail::Pass::kTee>(perturb_detail::Dst{theta, z}, n, seed, stream, offset,    \
+                                       scale);                                                    \
+  }                                                                                               \
+  void update_perturb_fill_gaussian_f32_##path(float* theta, float* z, std::size_t n,             \
+                                               std::uint64_t seed, std::uint64_t stream,          \
+                                               std::uint64_t offset, float prev, float scale) {   \
+    D::run<perturb_detail::Pass::kUpdateTee>(perturb_detail::Dst{theta, z}, n, seed, stream,      \
+                                             offset, scale, prev);                                \
+  }                                                                                               \
+  void fill_gaussian_f32_##path(float* out, std::size_t n, std::uint64_t seed,                    \
+                                std::uint64_t stream, std::uint64_t offset) {                     \
+    D::run<perturb_detail::Pass::kFill>(perturb_detail::Dst{out}, n, seed, stream, offset, 0.0f); \
+  }

@@ -255,25 +255,6 @@ using NeonDriver = Driver<NeonGen>;
 
 }  // namespace
 
-void perturb_gaussian_f32_neon(float* theta, std::size_t n, std::uint64_t seed,
-                               std::uint64_t stream, std::uint64_t offset, float scale) {
-  NeonDriver::run<Pass::kPerturb>(Dst{theta}, n, seed, stream, offset, scale);
-}
-
-void perturb_fill_gaussian_f32_neon(float* theta, float* z, std::size_t n, std::uint64_t seed,
-                                    std::uint64_t stream, std::uint64_t offset, float scale) {
-  NeonDriver::run<Pass::kTee>(Dst{theta, z}, n, seed, stream, offset, scale);
-}
-
-void update_perturb_fill_gaussian_f32_neon(float* theta, float* z, std::size_t n,
-                                           std::uint64_t seed, std::uint64_t stream,
-                                           std::uint64_t offset, float prev, float scale) {
-  NeonDriver::run<Pass::kUpdateTee>(Dst{theta, z}, n, seed, stream, offset, scale, prev);
-}
-
-void fill_gaussian_f32_neon(float* out, std::size_t n, std::uint64_t seed, std::uint64_t stream,
-                            std::uint64_t offset) {
-  NeonDriver::run<Pass::kFill>(Dst{out}, n, seed, stream, offset, 0.0f);
-}
+ZT_PERTURB_F32_PATH(neon, NeonDriver)
 
 }  // namespace zt::kernels

@@ -131,24 +131,10 @@ void zo_update_cached_s8_portable(std::int8_t* theta, const std::int8_t* z, std:
   });
 }
 
-PerturbS8Fn select_perturb_s8(Isa isa) {
-  return ZT_SELECT(isa, perturb_s8);
-}
-
-ZoUpdateS8Fn select_zo_update_s8(Isa isa) {
-  return ZT_SELECT(isa, zo_update_s8);
-}
-
-FillPerturbationS8Fn select_fill_perturbation_s8(Isa isa) {
-  return ZT_SELECT(isa, fill_perturbation_s8);
-}
-
-PerturbCachedS8Fn select_perturb_cached_s8(Isa isa) {
-  return ZT_SELECT(isa, perturb_cached_s8);
-}
-
-ZoUpdateCachedS8Fn select_zo_update_cached_s8(Isa isa) {
-  return ZT_SELECT(isa, zo_update_cached_s8);
-}
+ZT_DEFINE_SELECT(PerturbS8Fn, perturb_s8)
+ZT_DEFINE_SELECT(ZoUpdateS8Fn, zo_update_s8)
+ZT_DEFINE_SELECT(FillPerturbationS8Fn, fill_perturbation_s8)
+ZT_DEFINE_SELECT(PerturbCachedS8Fn, perturb_cached_s8)
+ZT_DEFINE_SELECT(ZoUpdateCachedS8Fn, zo_update_cached_s8)
 
 }  // namespace zt::kernels

@@ -13,11 +13,8 @@ namespace zt::kernels {
 namespace {
 
 inline void pool_fwd_plane(int h, int w, const float* __restrict xp, float* __restrict yp) {
-  const int oh = h / 2, ow = w / 2;
-  for (int i = 0; i < oh; ++i) {
-    const float* r0 = xp + static_cast<std::ptrdiff_t>(2 * i) * w;
-    const float* r1 = r0 + w;
-    float* out = yp + static_cast<std::ptrdiff_t>(i) * ow;
+  const int ow = w / 2;
+  pool_detail::forward_row_pairs(h, w, xp, yp, [ow](const float* r0, const float* r1, float* out) {
     for (int j = 0; j < ow; ++j) {
       float best = r0[2 * j];
       const float b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
@@ -26,57 +23,23 @@ inline void pool_fwd_plane(int h, int w, const float* __restrict xp, float* __re
       best = d > best ? d : best;
       out[j] = best;
     }
-  }
+  });
 }
 
 inline void pool_bwd_plane(int h, int w, const float* __restrict xp, const float* __restrict dyp,
                            float* __restrict dxp) {
-  const int oh = h / 2, ow = w / 2;
-  for (int i = 0; i < oh; ++i) {
-    const float* r0 = xp + static_cast<std::ptrdiff_t>(2 * i) * w;
-    const float* r1 = r0 + w;
-    float* d0 = dxp + static_cast<std::ptrdiff_t>(2 * i) * w;
-    float* d1 = d0 + w;
-    const float* g = dyp + static_cast<std::ptrdiff_t>(i) * ow;
-    for (int j = 0; j < ow; ++j) {
-      const float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
-      float best = a;
-      int arg = 0;
-      if (b > best) { best = b; arg = 1; }
-      if (c > best) { best = c; arg = 2; }
-      if (d > best) { arg = 3; }
-      const float gj = g[j];
-      d0[2 * j] = arg == 0 ? gj : 0.0f;
-      d0[2 * j + 1] = arg == 1 ? gj : 0.0f;
-      d1[2 * j] = arg == 2 ? gj : 0.0f;
-      d1[2 * j + 1] = arg == 3 ? gj : 0.0f;
-    }
-    if (w & 1) {
-      d0[w - 1] = 0.0f;
-      d1[w - 1] = 0.0f;
-    }
-  }
-  if (h & 1)
-    for (int j = 0; j < w; ++j) dxp[static_cast<std::ptrdiff_t>(h - 1) * w + j] = 0.0f;
+  const int ow = w / 2;
+  pool_detail::backward_row_pairs(h, w, xp, dyp, dxp,
+                                  [ow, w](const float* r0, const float* r1, const float* g, float* d0, float* d1) {
+                                    pool_detail::maxpool2x2_backward_windows(r0, r1, g, d0, d1, 0, ow, w);
+                                  });
 }
 
 }  // namespace
 
-void maxpool2x2_forward_f32_portable(int planes, int h, int w, const float* x, float* y) {
-  pool_detail::maxpool2x2_forward_planes(planes, h, w, x, y, pool_fwd_plane);
-}
+ZT_POOL_F32_PATH(portable, pool_fwd_plane, pool_bwd_plane)
 
-void maxpool2x2_backward_f32_portable(int planes, int h, int w, const float* x, const float* dy,
-                                      float* dx) {
-  pool_detail::maxpool2x2_backward_planes(planes, h, w, x, dy, dx, pool_bwd_plane);
-}
-
-MaxPoolForwardF32Fn select_maxpool2x2_forward_f32(Isa isa) {
-  return ZT_SELECT(isa, maxpool2x2_forward_f32);
-}
-
-MaxPoolBackwardF32Fn select_maxpool2x2_backward_f32(Isa isa) {
-  return ZT_SELECT(isa, maxpool2x2_backward_f32);
-}
+ZT_DEFINE_SELECT(MaxPoolForwardF32Fn, maxpool2x2_forward_f32)
+ZT_DEFINE_SELECT(MaxPoolBackwardF32Fn, maxpool2x2_backward_f32)
 
 }  // namespace zt::kernels

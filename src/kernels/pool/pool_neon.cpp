@@ -33,11 +33,8 @@ inline int window_arg(float a, float b, float c, float d, float* best_out) {
 }
 
 void pool_fwd_plane(int h, int w, const float* __restrict xp, float* __restrict yp) {
-  const int oh = h / 2, ow = w / 2;
-  for (int i = 0; i < oh; ++i) {
-    const float* r0 = xp + static_cast<std::ptrdiff_t>(2 * i) * w;
-    const float* r1 = r0 + w;
-    float* out = yp + static_cast<std::ptrdiff_t>(i) * ow;
+  const int ow = w / 2;
+  pool_detail::forward_row_pairs(h, w, xp, yp, [ow](const float* r0, const float* r1, float* out) {
     int j = 0;
     for (; j + 4 <= ow; j += 4) {
       const float32x4x2_t top = vld2q_f32(r0 + 2 * j), bot = vld2q_f32(r1 + 2 * j);
@@ -49,18 +46,14 @@ void pool_fwd_plane(int h, int w, const float* __restrict xp, float* __restrict 
     }
     for (; j < ow; ++j)
       window_arg(r0[2 * j], r0[2 * j + 1], r1[2 * j], r1[2 * j + 1], out + j);
-  }
+  });
 }
 
 void pool_bwd_plane(int h, int w, const float* __restrict xp, const float* __restrict dyp,
                     float* __restrict dxp) {
-  const int oh = h / 2, ow = w / 2;
-  for (int i = 0; i < oh; ++i) {
-    const float* r0 = xp + static_cast<std::ptrdiff_t>(2 * i) * w;
-    const float* r1 = r0 + w;
-    float* d0 = dxp + static_cast<std::ptrdiff_t>(2 * i) * w;
-    float* d1 = d0 + w;
-    const float* g = dyp + static_cast<std::ptrdiff_t>(i) * ow;
+  const int ow = w / 2;
+  pool_detail::backward_row_pairs(h, w, xp, dyp, dxp, [ow, w](const float* r0, const float* r1, const float* g,
+                                                              float* d0, float* d1) {
     int j = 0;
     for (; j + 4 <= ow; j += 4) {
       const float32x4x2_t top = vld2q_f32(r0 + 2 * j), bot = vld2q_f32(r1 + 2 * j);
@@ -81,33 +74,12 @@ void pool_bwd_plane(int h, int w, const float* __restrict xp, const float* __res
       vst2q_f32(d0 + 2 * j, top_out);
       vst2q_f32(d1 + 2 * j, bot_out);
     }
-    for (; j < ow; ++j) {
-      float best;
-      const int arg = window_arg(r0[2 * j], r0[2 * j + 1], r1[2 * j], r1[2 * j + 1], &best);
-      const float gj = g[j];
-      d0[2 * j] = arg == 0 ? gj : 0.0f;
-      d0[2 * j + 1] = arg == 1 ? gj : 0.0f;
-      d1[2 * j] = arg == 2 ? gj : 0.0f;
-      d1[2 * j + 1] = arg == 3 ? gj : 0.0f;
-    }
-    if (w & 1) {
-      d0[w - 1] = 0.0f;
-      d1[w - 1] = 0.0f;
-    }
-  }
-  if (h & 1)
-    for (int j = 0; j < w; ++j) dxp[static_cast<std::ptrdiff_t>(h - 1) * w + j] = 0.0f;
+    pool_detail::maxpool2x2_backward_windows(r0, r1, g, d0, d1, j, ow, w);
+  });
 }
 
 }  // namespace
 
-void maxpool2x2_forward_f32_neon(int planes, int h, int w, const float* x, float* y) {
-  pool_detail::maxpool2x2_forward_planes(planes, h, w, x, y, pool_fwd_plane);
-}
-
-void maxpool2x2_backward_f32_neon(int planes, int h, int w, const float* x, const float* dy,
-                                  float* dx) {
-  pool_detail::maxpool2x2_backward_planes(planes, h, w, x, dy, dx, pool_bwd_plane);
-}
+ZT_POOL_F32_PATH(neon, pool_fwd_plane, pool_bwd_plane)
 
 }  // namespace zt::kernels

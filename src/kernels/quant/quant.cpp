@@ -8,17 +8,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "quant_driver.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/kernels/quant.hpp"
-#include "../chunked_parallel.hpp"
 #include "../select_isa.hpp"
 
 namespace zt::kernels {
 namespace {
-
-// Elementwise threading (../chunked_parallel.hpp): fork from this many elements, in pieces.
-using Chunks = detail::Chunking<std::size_t{1} << 16, 4096>;
-
 
 // All-ones when x < 0, else 0; |x| = (x ^ sign) − sign and back again (mod 2^32).
 inline std::uint32_t sign_mask(std::int32_t x) { return static_cast<std::uint32_t>(x >> 31); }
@@ -76,38 +72,15 @@ void psto_subtract_span(std::int8_t* w, const std::int32_t* g, std::size_t n, in
 }  // namespace
 
 std::uint32_t max_abs_s32(const std::int32_t* x, std::size_t n) {
-  if (!Chunks::parallel(n)) return max_abs_span(x, n);
-  std::uint32_t mx = 0;
-  const long chunks = static_cast<long>((n + Chunks::kChunk - 1) / Chunks::kChunk);
-#pragma omp parallel for schedule(static) reduction(max : mx)
-  for (long c = 0; c < chunks; ++c) {
-    const std::size_t b = static_cast<std::size_t>(c) * Chunks::kChunk;
-    mx = std::max(mx, max_abs_span(x + b, n - b < Chunks::kChunk ? n - b : Chunks::kChunk));
-  }
-  return mx;
+  return quant_detail::max_abs<max_abs_span>(x, n);
 }
 
 int requantize_s32_s8_portable(const std::int32_t* x, std::size_t n, std::int8_t* y) {
-  const int b = bitlen(max_abs_s32(x, n));
-  const int s = b > kInt8Bits ? b - kInt8Bits : 0;
-  Chunks::for_each(n, [&](std::size_t b0, std::size_t len) { round_shift_span(x + b0, len, s, y + b0); });
-  return s;
+  return quant_detail::requantize<max_abs_span, round_shift_span>(x, n, y);
 }
 
 int update_weights_s8_portable(std::int8_t* w, const std::int32_t* g, std::size_t n, int bits) {
-  const int b = bitlen(max_abs_s32(g, n));
-  if (b == 0) return 0;
-  const int s = b - bits;
-  if (s < 1) {
-    Chunks::for_each(n, [&](std::size_t b0, std::size_t len) { subtract_span(w + b0, g + b0, len); });
-  } else if (s <= 31) {
-    Chunks::for_each(n, [&](std::size_t b0, std::size_t len) {
-      psto_subtract_span(w + b0, g + b0, len, s);
-    });
-  } else {
-    return update_weights_s8_ref(w, g, n, bits);  // s = 32: |g| reached 2^31 with bits = 0
-  }
-  return s;
+  return quant_detail::update_weights<max_abs_span, subtract_span, psto_subtract_span>(w, g, n, bits);
 }
 
 PixelQuant pixel_quant_shift() {
@@ -142,12 +115,7 @@ void quantize_pixels_s8(const std::uint8_t* p, std::size_t n, const PixelQuant& 
   for (std::size_t i = 0; i < n; ++i) x[i] = q.table[p[i]];
 }
 
-RequantizeS32S8Fn select_requantize_s32_s8(Isa isa) {
-  return ZT_SELECT(isa, requantize_s32_s8);
-}
-
-UpdateWeightsS8Fn select_update_weights_s8(Isa isa) {
-  return ZT_SELECT(isa, update_weights_s8);
-}
+ZT_DEFINE_SELECT(RequantizeS32S8Fn, requantize_s32_s8)
+ZT_DEFINE_SELECT(UpdateWeightsS8Fn, update_weights_s8)
 
 }  // namespace zt::kernels

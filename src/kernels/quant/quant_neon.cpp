@@ -9,14 +9,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "quant_driver.hpp"
 #include "zotrain/kernels/quant.hpp"
-#include "../chunked_parallel.hpp"
 
 namespace zt::kernels {
 namespace {
-
-// Elementwise threading (../chunked_parallel.hpp): fork from this many elements, in pieces.
-using Chunks = detail::Chunking<std::size_t{1} << 16, 4096>;
 
 // |x| as unsigned: vabsq_s32 leaves INT32_MIN unchanged, which read unsigned is 2^31 = |x|.
 inline uint32x4_t magnitudes(int32x4_t x) { return vreinterpretq_u32_s32(vabsq_s32(x)); }
@@ -60,18 +57,6 @@ std::uint32_t max_abs_span(const std::int32_t* x, std::size_t n) {
   for (; i + 4 <= n; i += 4) m0 = vmaxq_u32(m0, magnitudes(vld1q_s32(x + i)));
   std::uint32_t mx = max_lanes(vmaxq_u32(vmaxq_u32(m0, m1), vmaxq_u32(m2, m3)));
   for (; i < n; ++i) mx = std::max(mx, magnitude(x[i]));
-  return mx;
-}
-
-std::uint32_t max_abs(const std::int32_t* x, std::size_t n) {
-  if (!Chunks::parallel(n)) return max_abs_span(x, n);
-  std::uint32_t mx = 0;
-  const long chunks = static_cast<long>((n + Chunks::kChunk - 1) / Chunks::kChunk);
-#pragma omp parallel for schedule(static) reduction(max : mx)
-  for (long c = 0; c < chunks; ++c) {
-    const std::size_t b = static_cast<std::size_t>(c) * Chunks::kChunk;
-    mx = std::max(mx, max_abs_span(x + b, n - b < Chunks::kChunk ? n - b : Chunks::kChunk));
-  }
   return mx;
 }
 
@@ -153,24 +138,11 @@ void psto_subtract_span(std::int8_t* w, const std::int32_t* g, std::size_t n, in
 }  // namespace
 
 int requantize_s32_s8_neon(const std::int32_t* x, std::size_t n, std::int8_t* y) {
-  const int b = bitlen(max_abs(x, n));
-  const int s = b > kInt8Bits ? b - kInt8Bits : 0;
-  Chunks::for_each(n, [&](std::size_t b0, std::size_t len) { round_shift_span(x + b0, len, s, y + b0); });
-  return s;
+  return quant_detail::requantize<max_abs_span, round_shift_span>(x, n, y);
 }
 
 int update_weights_s8_neon(std::int8_t* w, const std::int32_t* g, std::size_t n, int bits) {
-  const int b = bitlen(max_abs(g, n));
-  if (b == 0) return 0;
-  const int s = b - bits;
-  if (s < 1) {
-    Chunks::for_each(n, [&](std::size_t b0, std::size_t len) { subtract_span(w + b0, g + b0, len); });
-  } else if (s <= 31) {
-    Chunks::for_each(n, [&](std::size_t b0, std::size_t len) { psto_subtract_span(w + b0, g + b0, len, s); });
-  } else {
-    return update_weights_s8_ref(w, g, n, bits);  // s = 32: |g| reached 2^31 with bits = 0
-  }
-  return s;
+  return quant_detail::update_weights<max_abs_span, subtract_span, psto_subtract_span>(w, g, n, bits);
 }
 
 }  // namespace zt::kernels

@@ -33,12 +33,7 @@ void relu_backward_f32_portable(std::size_t n, const float* y, const float* dy, 
   });
 }
 
-ReluForwardF32Fn select_relu_forward_f32(Isa isa) {
-  return ZT_SELECT(isa, relu_forward_f32);
-}
-
-ReluBackwardF32Fn select_relu_backward_f32(Isa isa) {
-  return ZT_SELECT(isa, relu_backward_f32);
-}
+ZT_DEFINE_SELECT(ReluForwardF32Fn, relu_forward_f32)
+ZT_DEFINE_SELECT(ReluBackwardF32Fn, relu_backward_f32)
 
 }  // namespace zt::kernels
