@@ -48,6 +48,36 @@ void with_threads(int threads, Fn fn) {
 #endif
 }
 
+// Runs fn(threads) under each OpenMP thread limit in `counts` (restored after); a count of 0
+// runs it from inside a two-thread parallel region, where the kernels must run serially.
+// Without OpenMP nothing runs.
+template <class Fn>
+void for_thread_counts(std::initializer_list<int> counts, Fn fn) {
+#ifdef ZT_OPENMP
+  for (int threads : counts)
+    with_threads(threads == 0 ? 2 : threads, [&] {
+      if (threads != 0) {
+        fn(threads);
+        return;
+      }
+#pragma omp parallel num_threads(2)
+#pragma omp single
+      fn(threads);
+    });
+#else
+  (void)counts;
+  (void)fn;
+#endif
+}
+
+// Fixture of an ISA-parametrised kernel test: skips the ISAs this CPU or build lacks.
+class IsaTest : public ::testing::TestWithParam<kernels::Isa> {
+ protected:
+  void SetUp() override {
+    if (!kernels::isa_available(GetParam())) GTEST_SKIP() << kernels::isa_name(GetParam()) << " not available";
+  }
+};
+
 // The tolerance policy of every kernel test, stated once: elementwise f32 results are
 // bit-exact; an f32 reduction over `depth` terms may differ from the reference by at most
 // kTolC · FLT_EPSILON · √depth · max|reference|; int8→int32 products are exact.

@@ -82,10 +82,10 @@ Sizes sizes_of(const Conv2dShape& s) {
           static_cast<std::size_t>(s.batch) * s.out_c * s.out_h() * s.out_w()};
 }
 
-class Conv2dF32Test : public ::testing::TestWithParam<Isa> {
+class Conv2dF32Test : public test::IsaTest {
  protected:
   void SetUp() override {
-    if (!isa_available(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not available";
+    test::IsaTest::SetUp();
     fwd_ = select_conv2d_forward_f32(GetParam());
     bwd_ = select_conv2d_backward_f32(GetParam());
   }
@@ -279,7 +279,6 @@ TEST_P(Conv2dF32Test, ForwardIndependentOfBatchSplit) {
 
 #ifdef ZT_OPENMP
 TEST_P(Conv2dF32Test, BitIdenticalForAnyThreadCount) {
-  const int saved = omp_get_max_threads();
   const Conv2dShape shapes[] = {{32, 6, 14, 14, 16, 5, 2}, {11, 1, 28, 28, 6, 5, 2}, {3, 2, 9, 7, 5, 3, 1},
                                 {19, 5, 6, 7, 17, 1, 0}, {37, 2, 13, 37, 11, 7, 3}};
   unsigned seed = 4242;
@@ -289,31 +288,21 @@ TEST_P(Conv2dF32Test, BitIdenticalForAnyThreadCount) {
     const auto dy = random_vec(n.y, seed++);
     std::vector<float> scratch(conv2d_scratch_floats(s));
     std::vector<float> y1, dx1, dw1, db1;
-    for (int threads : {1, 2, 3, 0}) {  // 0: called from inside a parallel region (runs serially)
-      omp_set_num_threads(std::max(threads, 2));
+    // 0: called from inside a parallel region (runs serially).
+    test::for_thread_counts({1, 2, 3, 0}, [&](int threads) {
       std::vector<float> y(n.y), dx(n.x), dw(n.w, 0.5f), db(s.out_c, 0.25f);
-      const auto run = [&] {
-        fwd_(s, x.data(), w.data(), bias.data(), y.data(), scratch.data());
-        bwd_(s, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), scratch.data());
-      };
-      if (threads == 0) {
-#pragma omp parallel num_threads(2)
-#pragma omp single
-        run();
-      } else {
-        run();
-      }
+      fwd_(s, x.data(), w.data(), bias.data(), y.data(), scratch.data());
+      bwd_(s, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), scratch.data());
       if (threads == 1) {
         y1 = y, dx1 = dx, dw1 = dw, db1 = db;
-        continue;
+        return;
       }
       EXPECT_EQ(0, std::memcmp(y.data(), y1.data(), n.y * sizeof(float))) << describe(s) << " y, threads " << threads;
       EXPECT_EQ(0, std::memcmp(dx.data(), dx1.data(), n.x * sizeof(float))) << describe(s) << " dx";
       EXPECT_EQ(0, std::memcmp(dw.data(), dw1.data(), n.w * sizeof(float))) << describe(s) << " dw";
       EXPECT_EQ(0, std::memcmp(db.data(), db1.data(), s.out_c * sizeof(float))) << describe(s) << " db";
-    }
+    });
   }
-  omp_set_num_threads(saved);
 }
 #endif
 

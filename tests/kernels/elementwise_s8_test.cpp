@@ -35,12 +35,7 @@ std::vector<std::int8_t> inputs(std::size_t n, std::uint64_t seed) {
   return v;
 }
 
-class ElementwiseS8Test : public ::testing::TestWithParam<Isa> {
- protected:
-  void SetUp() override {
-    if (!isa_available(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not available";
-  }
-};
+using ElementwiseS8Test = test::IsaTest;
 
 TEST_P(ElementwiseS8Test, SelectsTheRequestedPath) {
   const Isa isa = GetParam();

@@ -12,10 +12,6 @@
 #include <string>
 #include <vector>
 
-#ifdef ZT_OPENMP
-#include <omp.h>
-#endif
-
 #include "zotrain/kernels/gemm.hpp"
 #include "../support.hpp"
 
@@ -82,10 +78,10 @@ std::vector<float> run_and_check(GemmF32Fn fn, const GemmCase& c, unsigned seed)
   return got;
 }
 
-class GemmF32Test : public ::testing::TestWithParam<Isa> {
+class GemmF32Test : public test::IsaTest {
  protected:
   void SetUp() override {
-    if (!isa_available(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not available";
+    test::IsaTest::SetUp();
     fn_ = select_gemm_f32(GetParam());
   }
   GemmF32Fn fn_ = nullptr;
@@ -150,22 +146,17 @@ TEST_P(GemmF32Test, NanPropagates) {
 
 #ifdef ZT_OPENMP
 TEST_P(GemmF32Test, BitIdenticalForAnyThreadCount) {
-  const int saved = omp_get_max_threads();
   const GemmCase cases[] = {{false, true, 32, 120, 784, false}, {true, false, 120, 784, 32, true},
                             {false, false, 100, 300, 700, true}, {true, true, 67, 129, 600, false}};
   unsigned seed = 77;
   for (const auto& c : cases) {
     std::vector<std::vector<float>> outs;
-    for (int threads : {1, 2, 3}) {
-      omp_set_num_threads(threads);
-      outs.push_back(run_and_check(fn_, c, seed));
-    }
+    test::for_thread_counts({1, 2, 3}, [&](int) { outs.push_back(run_and_check(fn_, c, seed)); });
     for (std::size_t i = 1; i < outs.size(); ++i)
       EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[i].data(), outs[0].size() * sizeof(float)))
           << describe(c) << " differs between thread counts";
     ++seed;
   }
-  omp_set_num_threads(saved);
 }
 #endif
 

@@ -136,12 +136,7 @@ TEST(PerturbS8Z, RegenerationAndSubRangesAreIdentical) {
 
 // ---- perturb / update, parametrised over the paths ------------------------------------------
 
-class PerturbS8Test : public ::testing::TestWithParam<Isa> {
- protected:
-  void SetUp() override {
-    if (!isa_available(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not available";
-  }
-};
+using PerturbS8Test = test::IsaTest;
 
 TEST_P(PerturbS8Test, SelectsTheRequestedPath) {
   if (GetParam() == Isa::kReference) {

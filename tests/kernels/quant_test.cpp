@@ -178,12 +178,7 @@ TEST(QuantMaxAbs, MatchesNaiveIncludingInt32MinAndThreads) {
 
 // ---- parametrised over the paths ---------------------------------------------------------------
 
-class QuantS8Test : public ::testing::TestWithParam<Isa> {
- protected:
-  void SetUp() override {
-    if (!isa_available(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not available";
-  }
-};
+using QuantS8Test = test::IsaTest;
 
 TEST_P(QuantS8Test, SelectsTheRequestedPath) {
   if (GetParam() == Isa::kReference) {
