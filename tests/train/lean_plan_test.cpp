@@ -86,6 +86,12 @@ Result train(const RunSpec& s) {
   return res;
 }
 
+// The run of `s` on the whole-batch plan: what the lean plan must reproduce bit for bit.
+Result train_whole_batch(RunSpec s) {
+  s.plan = MemoryPlan::kWholeBatch;
+  return train(s);
+}
+
 void expect_identical(const Result& lean, const Result& whole, const std::string& what) {
   EXPECT_TRUE(lean.lean) << what;
   EXPECT_FALSE(whole.lean) << what;
@@ -105,9 +111,7 @@ TEST(LeanPlan, SameWeightsAsWholeBatchPlanSmallN) {
       RunSpec s;
       s.points = points;
       s.partition = c;
-      s.plan = MemoryPlan::kWholeBatch;
-      const Result whole = train(s);
-      s.plan = MemoryPlan::kLean;
+      const Result whole = train_whole_batch(s);
       for (int p : {32, 0}) {
         s.chunk_points = p;
         for (int threads : {1, 2}) {
@@ -126,9 +130,7 @@ TEST(LeanPlan, SameWeightsWithAveragedBackpropActivations) {
   s.partition = 6;
   s.bp = BpActivations::kAverage;
   s.chunk_points = 32;
-  s.plan = MemoryPlan::kWholeBatch;
-  const Result whole = train(s);
-  s.plan = MemoryPlan::kLean;
+  const Result whole = train_whole_batch(s);
   expect_identical(train(s), whole, "average");
 }
 
@@ -139,9 +141,7 @@ TEST(LeanPlan, SameWeightsWithNegativeBatchNormScales) {
     s.partition = c;
     s.negative_gamma = true;
     s.chunk_points = 32;
-    s.plan = MemoryPlan::kWholeBatch;
-    const Result whole = train(s);
-    s.plan = MemoryPlan::kLean;
+    const Result whole = train_whole_batch(s);
     expect_identical(train(s), whole, "negative γ, C " + std::to_string(c));
   }
 }
@@ -153,9 +153,7 @@ TEST(LeanPlan, SameWeightsAsWholeBatchPlanAtN1024) {
     s.points = 1024;
     s.batch = 2;
     s.partition = c;
-    s.plan = MemoryPlan::kWholeBatch;
-    const Result whole = train(s);
-    s.plan = MemoryPlan::kLean;
+    const Result whole = train_whole_batch(s);
     expect_identical(train(s), whole, "N 1024 C " + std::to_string(c));
     if (c == 7) {
       s.chunk_points = 32;
@@ -176,9 +174,7 @@ TEST(LeanPlan, SameWeightsWhenBackpropReachesTheStack) {
       s.batch = 8;
       s.partition = c;
       s.negative_gamma = negative;
-      s.plan = MemoryPlan::kWholeBatch;
-      const Result whole = train(s);
-      s.plan = MemoryPlan::kLean;
+      const Result whole = train_whole_batch(s);
       for (int threads : {1, 2}) {
         s.threads = threads;
         expect_identical(train(s), whole,
@@ -196,9 +192,7 @@ TEST(LeanPlan, SameWeightsWhenBackpropReachesTheStackAtN1024) {
   s.batch = 2;
   s.partition = 0;
   s.steps = 2;
-  s.plan = MemoryPlan::kWholeBatch;
-  const Result whole = train(s);
-  s.plan = MemoryPlan::kLean;
+  const Result whole = train_whole_batch(s);
   expect_identical(train(s), whole, "BP into the stack: N 1024 C 0");
 }
 
