@@ -11,6 +11,7 @@
 #include <functional>
 #include <initializer_list>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #ifdef ZT_OPENMP
@@ -78,6 +79,25 @@ class IsaTest : public ::testing::TestWithParam<kernels::Isa> {
   }
 };
 
+// Expects `got`, what a family's selector returned for isa, to be its reference path for
+// kReference, its portable one for kPortable and its NEON one for kNeon and kNeonDot (nullptr:
+// this build has none, a failure where NEON is available); other ISAs are not checked.
+template <class F>
+void expect_ref_portable_neon_selected(kernels::Isa isa, F got, F ref, F portable, std::type_identity_t<F> neon) {
+  using kernels::Isa;
+  if (isa == Isa::kReference) {
+    EXPECT_EQ(got, ref);
+  } else if (isa == Isa::kPortable) {
+    EXPECT_EQ(got, portable);
+  } else if (isa == Isa::kNeon || isa == Isa::kNeonDot) {
+    if (neon == nullptr) {
+      ADD_FAILURE() << "NEON available without NEON kernels";
+    } else {
+      EXPECT_EQ(got, neon);
+    }
+  }
+}
+
 // The tolerance policy of every kernel test, stated once: elementwise f32 results are
 // bit-exact; an f32 reduction over `depth` terms may differ from the reference by at most
 // kTolC · FLT_EPSILON · √depth · max|reference|; int8→int32 products are exact.
@@ -139,3 +159,13 @@ inline void expect_error(const std::function<void()>& fn, std::initializer_list<
 }
 
 }  // namespace zt::test
+
+// expect_ref_portable_neon_selected for the function family `fn` (fn_ref, fn_portable, fn_neon)
+// and its selector select_fn.
+#ifdef ZT_HAVE_NEON
+#define ZT_NEON_PATH_OR_NULL(fn) &fn##_neon
+#else
+#define ZT_NEON_PATH_OR_NULL(fn) nullptr
+#endif
+#define ZT_EXPECT_REF_PORTABLE_NEON_SELECTED(fn, isa) \
+  ::zt::test::expect_ref_portable_neon_selected(isa, select_##fn(isa), &fn##_ref, &fn##_portable, ZT_NEON_PATH_OR_NULL(fn))

@@ -16,11 +16,7 @@ namespace {
 
 using zt::test::expect_error;
 
-using testing::Bytes;
-using testing::gzip_bytes;
-using testing::idx_images;
-using testing::idx_labels;
-using testing::TempDir;
+using namespace zt::data::testing;  // the IDX fixtures (idx_fixtures.hpp)
 
 // Every record of an opened split, read in a scrambled order and put back in place.
 ImageSet read_all(const ImageSplit& s) {

@@ -16,11 +16,7 @@ namespace {
 
 using zt::test::expect_error;
 
-using testing::Bytes;
-using testing::gzip_bytes;
-using testing::idx_images;
-using testing::idx_labels;
-using testing::TempDir;
+using namespace zt::data::testing;  // the IDX fixtures (idx_fixtures.hpp)
 
 void expect_pair_matches_fixture(const ImageSet& s, int count, int rows, int cols) {
   ASSERT_EQ(s.count, count);

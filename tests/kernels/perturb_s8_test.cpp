@@ -139,22 +139,8 @@ TEST(PerturbS8Z, RegenerationAndSubRangesAreIdentical) {
 using PerturbS8Test = test::IsaTest;
 
 TEST_P(PerturbS8Test, SelectsTheRequestedPath) {
-  if (GetParam() == Isa::kReference) {
-    EXPECT_EQ(select_perturb_s8(Isa::kReference), &perturb_s8_ref);
-    EXPECT_EQ(select_zo_update_s8(Isa::kReference), &zo_update_s8_ref);
-  }
-  if (GetParam() == Isa::kPortable) {
-    EXPECT_EQ(select_perturb_s8(Isa::kPortable), &perturb_s8_portable);
-    EXPECT_EQ(select_zo_update_s8(Isa::kPortable), &zo_update_s8_portable);
-  }
-  if (GetParam() == Isa::kNeon || GetParam() == Isa::kNeonDot) {  // available: built with NEON
-#ifdef ZT_HAVE_NEON
-    EXPECT_EQ(select_perturb_s8(GetParam()), &perturb_s8_neon);
-    EXPECT_EQ(select_zo_update_s8(GetParam()), &zo_update_s8_neon);
-#else
-    ADD_FAILURE() << "NEON available without NEON kernels";
-#endif
-  }
+  ZT_EXPECT_REF_PORTABLE_NEON_SELECTED(perturb_s8, GetParam());
+  ZT_EXPECT_REF_PORTABLE_NEON_SELECTED(zo_update_s8, GetParam());
 }
 
 TEST_P(PerturbS8Test, PerturbAddsKTimesZWithClamp) {
