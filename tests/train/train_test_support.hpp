@@ -8,13 +8,8 @@ namespace zt::test {
 // The options of a test run: partition C, batch size, ε, gradient clip and queries q; the rest
 // at their defaults.
 inline train::Fp32TrainerOptions zo_options(int partition, int batch, float eps, float grad_clip, int queries) {
-  train::Fp32TrainerOptions o;
-  o.partition = partition;
-  o.batch_size = batch;
-  o.eps = eps;
-  o.grad_clip = grad_clip;
-  o.queries = queries;
-  return o;
+  return {.partition = partition, .batch_size = batch, .eps = eps, .grad_clip = grad_clip, .queries = queries,
+          .pezo = {}};
 }
 
 }  // namespace zt::test
