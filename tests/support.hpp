@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <initializer_list>
 #include <string>
@@ -104,6 +105,11 @@ void expect_ref_portable_neon_selected(kernels::Isa isa, F got, F ref, F portabl
 inline constexpr float kTolC = 4.0f;
 inline float reduction_tolerance(int depth, float max_abs_ref) {
   return kTolC * FLT_EPSILON * std::sqrt(static_cast<float>(std::max(depth, 1))) * max_abs_ref;
+}
+// Whether a[0..n) and b[0..n) hold the same bits (−0.0 ≠ +0.0, NaNs compared by payload). n == 0
+// is checked first: an empty vector's data() may be null, which memcmp must not get.
+inline bool same_bits(const float* a, const float* b, std::size_t n) {
+  return n == 0 || std::memcmp(a, b, n * sizeof(float)) == 0;
 }
 // Written past the end of outputs; a kernel that touches it has overrun its output.
 inline constexpr float kGuard = -7777.25f;

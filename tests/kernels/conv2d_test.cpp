@@ -82,6 +82,20 @@ Sizes sizes_of(const Conv2dShape& s) {
           static_cast<std::size_t>(s.batch) * s.out_c * s.out_h() * s.out_w()};
 }
 
+// A forward pass's operands x, w and bias for shape s, from seeds seed, seed + 1 and seed + 2
+// (seed is left past them).
+struct ForwardOperands {
+  std::vector<float> x, w, bias;
+};
+ForwardOperands random_forward_operands(const Conv2dShape& s, unsigned& seed) {
+  const Sizes n = sizes_of(s);
+  ForwardOperands o;
+  o.x = random_vec(n.x, seed++);
+  o.w = random_vec(n.w, seed++);
+  o.bias = random_vec(s.out_c, seed++);
+  return o;
+}
+
 class Conv2dF32Test : public test::IsaTest {
  protected:
   void SetUp() override {
@@ -127,7 +141,7 @@ TEST_P(Conv2dF32Test, ForwardMatchesReference) {
   for (const auto& s : kShapes) {
     for (bool with_bias : {true, false}) {
       const Sizes n = sizes_of(s);
-      const auto x = random_vec(n.x, seed++), w = random_vec(n.w, seed++), bias = random_vec(s.out_c, seed++);
+      const auto [x, w, bias] = random_forward_operands(s, seed);
       std::vector<float> scratch(conv2d_scratch_floats(s) + 1);
       auto y = with_guard(std::vector<float>(n.y, 1e30f)), want = y;
       fwd_(s, x.data(), w.data(), with_bias ? bias.data() : nullptr, y.data(), scratch.data());
@@ -219,7 +233,7 @@ TEST_P(Conv2dF32Test, SweepKernelsPaddingsAndWidths) {
         if (s.out_h() < 1) continue;
         ++cases;
         const Sizes n = sizes_of(s);
-        const auto x = random_vec(n.x, seed++), w = random_vec(n.w, seed++), bias = random_vec(s.out_c, seed++);
+        const auto [x, w, bias] = random_forward_operands(s, seed);
         const auto dy = random_vec(n.y, seed++);
         const std::size_t sn = conv2d_scratch_floats(s);
         auto scratch = with_guard(std::vector<float>(sn, 3.0f));
@@ -252,7 +266,7 @@ TEST_P(Conv2dF32Test, ForwardIndependentOfBatchSplit) {
   unsigned seed = 3100;
   for (const auto& s : shapes) {
     const Sizes n = sizes_of(s);
-    const auto x = random_vec(n.x, seed++), w = random_vec(n.w, seed++), bias = random_vec(s.out_c, seed++);
+    const auto [x, w, bias] = random_forward_operands(s, seed);
     std::vector<float> scratch(conv2d_scratch_floats(s));
     std::vector<float> y_all(n.y), y_one(n.y), y_chunk(n.y);
     fwd_(s, x.data(), w.data(), bias.data(), y_all.data(), scratch.data());
@@ -284,7 +298,7 @@ TEST_P(Conv2dF32Test, BitIdenticalForAnyThreadCount) {
   unsigned seed = 4242;
   for (const auto& s : shapes) {
     const Sizes n = sizes_of(s);
-    const auto x = random_vec(n.x, seed++), w = random_vec(n.w, seed++), bias = random_vec(s.out_c, seed++);
+    const auto [x, w, bias] = random_forward_operands(s, seed);
     const auto dy = random_vec(n.y, seed++);
     std::vector<float> scratch(conv2d_scratch_floats(s));
     std::vector<float> y1, dx1, dw1, db1;

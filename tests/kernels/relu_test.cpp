@@ -33,10 +33,7 @@ std::vector<float> inputs(std::size_t n, unsigned seed) {
   return v;
 }
 
-// n == 0 first: an empty vector's data() may be null, which memcmp must not get.
-bool same_bits(const float* a, const float* b, std::size_t n) {
-  return n == 0 || std::memcmp(a, b, n * sizeof(float)) == 0;
-}
+using test::same_bits;
 
 using ReluF32Test = test::IsaTest;
 

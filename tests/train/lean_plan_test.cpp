@@ -17,10 +17,6 @@
 #include "zotrain/train/fp32_trainer.hpp"
 #include "../support.hpp"
 
-#ifdef ZT_OPENMP
-#include <omp.h>
-#endif
-
 namespace zt::train {
 namespace {
 
@@ -37,21 +33,9 @@ struct RunSpec {
   bool negative_gamma = false;  // flip γ of every odd channel of every BatchNorm
 };
 
-int set_threads(int threads) {  // returns the previous setting
-#ifdef ZT_OPENMP
-  const int before = omp_get_max_threads();
-  omp_set_num_threads(threads);
-  return before;
-#else
-  (void)threads;
-  return 1;
-#endif
-}
-
 // `steps` ZO/ElasticZO steps on random point clouds, then an evaluation pass (running
 // statistics) and a training-mode forward of the same batch.
-Result train(const RunSpec& s) {
-  const int threads_before = set_threads(s.threads);
+Result train_here(const RunSpec& s) {
   auto m = nn::make_pointnet(s.points, kernels::best_isa());
   m->init(21);
   if (s.negative_gamma)
@@ -82,7 +66,13 @@ Result train(const RunSpec& s) {
   res.eval_loss = t.evaluate(x.data(), y.data(), s.batch).loss_sum;
   const float* lg = t.logits(x.data(), s.batch);
   res.logits.assign(lg, lg + static_cast<std::size_t>(s.batch) * nn::kPointNetClasses);
-  set_threads(threads_before);
+  return res;
+}
+
+// train_here on s.threads OpenMP threads.
+Result train(const RunSpec& s) {
+  Result res;
+  test::with_threads(s.threads, [&] { res = train_here(s); });
   return res;
 }
 
