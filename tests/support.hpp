@@ -79,6 +79,17 @@ class IsaTest : public ::testing::TestWithParam<kernels::Isa> {
     if (!kernels::isa_available(GetParam())) GTEST_SKIP() << kernels::isa_name(GetParam()) << " not available";
   }
 };
+// An IsaTest whose f_ holds the paths selected for the ISA (FnsOf: a selector, or a function
+// gathering several).
+template <class Fns, Fns (*FnsOf)(kernels::Isa)>
+class IsaPathTest : public IsaTest {
+ protected:
+  void SetUp() override {
+    IsaTest::SetUp();
+    if (!IsSkipped()) f_ = FnsOf(GetParam());
+  }
+  Fns f_{};
+};
 
 // Expects `got`, what a family's selector returned for isa, to be its reference path for
 // kReference, its portable one for kPortable and its NEON one for kNeon and kNeonDot (nullptr:

@@ -266,7 +266,7 @@ void thread_count_independent(const Fns& f) {
 
 // ---- public paths, by ISA --------------------------------------------------------------------
 
-using Conv2dS8Test = ProductTest<Fns, fns_of>;
+using Conv2dS8Test = test::IsaPathTest<Fns, fns_of>;
 
 TEST_P(Conv2dS8Test, SelectsTheRequestedPath) { ZT_EXPECT_S8_SELECTED(conv2d, GetParam()); }
 

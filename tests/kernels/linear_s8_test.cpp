@@ -221,7 +221,7 @@ void thread_count_independent(const Fns& f) {
 
 // ---- public paths, by ISA --------------------------------------------------------------------
 
-using LinearS8Test = ProductTest<Fns, fns_of>;
+using LinearS8Test = test::IsaPathTest<Fns, fns_of>;
 
 TEST_P(LinearS8Test, SelectsTheRequestedPath) { ZT_EXPECT_S8_SELECTED(linear, GetParam()); }
 

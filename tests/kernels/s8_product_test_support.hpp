@@ -1,6 +1,6 @@
 // What the int8 product tests (linear_s8_test.cpp, conv2d_s8_test.cpp) share: int8 operands from
 // the project's generator, guarded int32 outputs compared exactly, the three products' outputs
-// compared across thread counts, the ISA fixture and the expected path of every ISA.
+// compared across thread counts and the expected path of every ISA.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -71,18 +71,6 @@ void expect_thread_count_independent(const std::string& what, Run run) {
     EXPECT_EQ(outs[0].g, outs[i].g) << what << " g, run " << i;
   }
 }
-
-// Fixture of a product family's ISA-parametrised tests: f_ holds the paths selected for the ISA
-// (FnsOf), the ISAs this CPU or build lacks are skipped.
-template <class Fns, Fns (*FnsOf)(Isa)>
-class ProductTest : public test::IsaTest {
- protected:
-  void SetUp() override {
-    test::IsaTest::SetUp();
-    if (!IsSkipped()) f_ = FnsOf(GetParam());
-  }
-  Fns f_;
-};
 
 // The forward, input-gradient and weight-gradient functions of one path.
 template <class Fwd, class Dx, class Dw>
