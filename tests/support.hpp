@@ -122,6 +122,15 @@ inline float reduction_tolerance(int depth, float max_abs_ref) {
 inline bool same_bits(const float* a, const float* b, std::size_t n) {
   return n == 0 || std::memcmp(a, b, n * sizeof(float)) == 0;
 }
+// A 2×2 max-pool case: `planes` planes of h × w in, of ⌊h/2⌋ × ⌊w/2⌋ out.
+struct PoolCase {
+  int planes, h, w;
+  int out_h() const { return h / 2; }
+  int out_w() const { return w / 2; }
+  std::size_t in_size() const { return static_cast<std::size_t>(planes) * h * w; }
+  std::size_t out_size() const { return static_cast<std::size_t>(planes) * out_h() * out_w(); }
+};
+
 // Written past the end of outputs; a kernel that touches it has overrun its output.
 inline constexpr float kGuard = -7777.25f;
 

@@ -32,8 +32,7 @@ std::vector<float> inputs(std::size_t n, unsigned seed) {
 
 using test::same_bits;
 
-struct PoolCase { int planes, h, w; };
-const PoolCase kCases[] = {{1, 2, 2}, {1, 3, 3}, {3, 1, 5}, {2, 5, 1}, {0, 4, 4},  {2, 4, 34},
+const test::PoolCase kCases[] = {{1, 2, 2}, {1, 3, 3}, {3, 1, 5}, {2, 5, 1}, {0, 4, 4},  {2, 4, 34},
                            {3, 7, 33}, {5, 9, 31}, {4, 28, 28}, {192, 28, 28}, {512, 14, 14}, {7, 6, 65},
                            {2, 4, 8},  {3, 2, 9},  {2, 3, 17}};  // output rows of 4, 4 + tail
 
@@ -55,8 +54,7 @@ TEST_P(MaxPoolF32Test, SelectsTheRequestedPath) {
 TEST_P(MaxPoolF32Test, ForwardBitExactWithGuards) {
   const auto fwd = select_maxpool2x2_forward_f32(GetParam());
   for (const auto& c : kCases) {
-    const std::size_t in = static_cast<std::size_t>(c.planes) * c.h * c.w;
-    const std::size_t out = static_cast<std::size_t>(c.planes) * (c.h / 2) * (c.w / 2);
+    const std::size_t in = c.in_size(), out = c.out_size();
     const auto x = inputs(in, static_cast<unsigned>(in + 1));
     std::vector<float> y(out + kGuardTail, kGuard), want(out);
     fwd(c.planes, c.h, c.w, x.data(), y.data());
@@ -69,8 +67,7 @@ TEST_P(MaxPoolF32Test, ForwardBitExactWithGuards) {
 TEST_P(MaxPoolF32Test, BackwardBitExactWithGuards) {
   const auto bwd = select_maxpool2x2_backward_f32(GetParam());
   for (const auto& c : kCases) {
-    const std::size_t in = static_cast<std::size_t>(c.planes) * c.h * c.w;
-    const std::size_t out = static_cast<std::size_t>(c.planes) * (c.h / 2) * (c.w / 2);
+    const std::size_t in = c.in_size(), out = c.out_size();
     const auto x = inputs(in, static_cast<unsigned>(in + 2));
     std::vector<float> dy(out);
     for (std::size_t i = 0; i < out; ++i) dy[i] = 1.0f + static_cast<float>(i % 97);
