@@ -33,9 +33,14 @@ std::string describe(int B, int N, int K) {
 
 // ---- naive loops (int64, scatter order) -------------------------------------------------------
 
-std::int32_t to_i32(std::int64_t v) {
-  EXPECT_TRUE(v >= INT32_MIN && v <= INT32_MAX);
-  return static_cast<std::int32_t>(v);
+// int64 sums as int32, expecting each to fit.
+std::vector<std::int32_t> exact_i32(const std::vector<std::int64_t>& acc) {
+  std::vector<std::int32_t> out(acc.size());
+  for (std::size_t i = 0; i < acc.size(); ++i) {
+    EXPECT_TRUE(acc[i] >= INT32_MIN && acc[i] <= INT32_MAX);
+    out[i] = static_cast<std::int32_t>(acc[i]);
+  }
+  return out;
 }
 
 std::vector<std::int32_t> naive_forward(int B, int N, int K, const std::vector<std::int8_t>& x,
@@ -44,9 +49,7 @@ std::vector<std::int32_t> naive_forward(int B, int N, int K, const std::vector<s
   for (int k = 0; k < K; ++k)
     for (int b = 0; b < B; ++b)
       for (int n = 0; n < N; ++n) acc[std::size_t(b) * N + n] += std::int64_t{x[std::size_t(b) * K + k]} * w[std::size_t(n) * K + k];
-  std::vector<std::int32_t> y(acc.size());
-  for (std::size_t i = 0; i < acc.size(); ++i) y[i] = to_i32(acc[i]);
-  return y;
+  return exact_i32(acc);
 }
 
 std::vector<std::int32_t> naive_backward_input(int B, int N, int K, const std::vector<std::int8_t>& e,
@@ -55,9 +58,7 @@ std::vector<std::int32_t> naive_backward_input(int B, int N, int K, const std::v
   for (int n = 0; n < N; ++n)
     for (int b = 0; b < B; ++b)
       for (int k = 0; k < K; ++k) acc[std::size_t(b) * K + k] += std::int64_t{e[std::size_t(b) * N + n]} * w[std::size_t(n) * K + k];
-  std::vector<std::int32_t> dx(acc.size());
-  for (std::size_t i = 0; i < acc.size(); ++i) dx[i] = to_i32(acc[i]);
-  return dx;
+  return exact_i32(acc);
 }
 
 std::vector<std::int32_t> naive_backward_weights(int B, int N, int K, const std::vector<std::int8_t>& e,
