@@ -8,9 +8,11 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <initializer_list>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #ifdef ZT_OPENMP
@@ -48,6 +50,66 @@ void with_threads(int threads, Fn fn) {
 #endif
 }
 
+// Runs fn(threads) under each OpenMP thread limit in `counts` (restored after); a count of 0
+// runs it from inside a two-thread parallel region, where the kernels must run serially.
+// Without OpenMP nothing runs.
+template <class Fn>
+void for_thread_counts(std::initializer_list<int> counts, Fn fn) {
+#ifdef ZT_OPENMP
+  for (int threads : counts)
+    with_threads(threads == 0 ? 2 : threads, [&] {
+      if (threads != 0) {
+        fn(threads);
+        return;
+      }
+#pragma omp parallel num_threads(2)
+#pragma omp single
+      fn(threads);
+    });
+#else
+  (void)counts;
+  (void)fn;
+#endif
+}
+
+// Fixture of an ISA-parametrised kernel test: skips the ISAs this CPU or build lacks.
+class IsaTest : public ::testing::TestWithParam<kernels::Isa> {
+ protected:
+  void SetUp() override {
+    if (!kernels::isa_available(GetParam())) GTEST_SKIP() << kernels::isa_name(GetParam()) << " not available";
+  }
+};
+// An IsaTest whose f_ holds the paths selected for the ISA (FnsOf: a selector, or a function
+// gathering several).
+template <class Fns, Fns (*FnsOf)(kernels::Isa)>
+class IsaPathTest : public IsaTest {
+ protected:
+  void SetUp() override {
+    IsaTest::SetUp();
+    if (!IsSkipped()) f_ = FnsOf(GetParam());
+  }
+  Fns f_{};
+};
+
+// Expects `got`, what a family's selector returned for isa, to be its reference path for
+// kReference, its portable one for kPortable and its NEON one for kNeon and kNeonDot (nullptr:
+// this build has none, a failure where NEON is available); other ISAs are not checked.
+template <class F>
+void expect_ref_portable_neon_selected(kernels::Isa isa, F got, F ref, F portable, std::type_identity_t<F> neon) {
+  using kernels::Isa;
+  if (isa == Isa::kReference) {
+    EXPECT_EQ(got, ref);
+  } else if (isa == Isa::kPortable) {
+    EXPECT_EQ(got, portable);
+  } else if (isa == Isa::kNeon || isa == Isa::kNeonDot) {
+    if (neon == nullptr) {
+      ADD_FAILURE() << "NEON available without NEON kernels";
+    } else {
+      EXPECT_EQ(got, neon);
+    }
+  }
+}
+
 // The tolerance policy of every kernel test, stated once: elementwise f32 results are
 // bit-exact; an f32 reduction over `depth` terms may differ from the reference by at most
 // kTolC · FLT_EPSILON · √depth · max|reference|; int8→int32 products are exact.
@@ -55,6 +117,20 @@ inline constexpr float kTolC = 4.0f;
 inline float reduction_tolerance(int depth, float max_abs_ref) {
   return kTolC * FLT_EPSILON * std::sqrt(static_cast<float>(std::max(depth, 1))) * max_abs_ref;
 }
+// Whether a[0..n) and b[0..n) hold the same bits (−0.0 ≠ +0.0, NaNs compared by payload). n == 0
+// is checked first: an empty vector's data() may be null, which memcmp must not get.
+inline bool same_bits(const float* a, const float* b, std::size_t n) {
+  return n == 0 || std::memcmp(a, b, n * sizeof(float)) == 0;
+}
+// A 2×2 max-pool case: `planes` planes of h × w in, of ⌊h/2⌋ × ⌊w/2⌋ out.
+struct PoolCase {
+  int planes, h, w;
+  int out_h() const { return h / 2; }
+  int out_w() const { return w / 2; }
+  std::size_t in_size() const { return static_cast<std::size_t>(planes) * h * w; }
+  std::size_t out_size() const { return static_cast<std::size_t>(planes) * out_h() * out_w(); }
+};
+
 // Written past the end of outputs; a kernel that touches it has overrun its output.
 inline constexpr float kGuard = -7777.25f;
 
@@ -109,3 +185,13 @@ inline void expect_error(const std::function<void()>& fn, std::initializer_list<
 }
 
 }  // namespace zt::test
+
+// expect_ref_portable_neon_selected for the function family `fn` (fn_ref, fn_portable, fn_neon)
+// and its selector select_fn.
+#ifdef ZT_HAVE_NEON
+#define ZT_NEON_PATH_OR_NULL(fn) &fn##_neon
+#else
+#define ZT_NEON_PATH_OR_NULL(fn) nullptr
+#endif
+#define ZT_EXPECT_REF_PORTABLE_NEON_SELECTED(fn, isa) \
+  ::zt::test::expect_ref_portable_neon_selected(isa, select_##fn(isa), &fn##_ref, &fn##_portable, ZT_NEON_PATH_OR_NULL(fn))

@@ -10,10 +10,9 @@
 # truncated or missing optimizer file.
 # Usage: checkpoint_refusal.sh ZOTRAIN REPO OUTDIR
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 zotrain="$1" repo="$2" out="$3/checkpoint-refusal"
-rm -rf "${out}"
-mkdir -p "${out}"
-fail() { echo "FAIL: $*" >&2; exit 1; }
+fresh_dir "${out}"
 quiet=(--no-progress -q --set train.threads=1)
 
 # The sources: a LeNet-5 FP32 run stopped after 2 steps (Adam: with optimizer.safetensors), an

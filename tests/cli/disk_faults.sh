@@ -15,8 +15,8 @@
 #   ro-mid-run      the file system remounted read-only during the run, then read-write again
 # Usage: disk_faults.sh ZOTRAIN REPO OUTDIR
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 zotrain="$1" repo="$2" out="$3/disk-faults"
-fail() { echo "FAIL: $*" >&2; exit 1; }
 mounts=()
 cleanup() {
   local i
@@ -25,8 +25,7 @@ cleanup() {
 trap cleanup EXIT
 # Mounts left by an earlier run that was killed before its trap.
 while read -r m; do umount -l "${m}" 2> /dev/null || true; done < <(awk -v o="${out}/" 'index($2, o) == 1 { print $2 }' /proc/mounts | sort -r)
-rm -rf "${out}"
-mkdir -p "${out}"
+fresh_dir "${out}"
 
 mnt() {  # mnt DIR OPTIONS...: mount a tmpfs (remembered for the trap)
   mkdir -p "$1"

@@ -4,10 +4,9 @@
 # (byte for byte), for FP32 Full BP, Full ZO and ElasticZO.
 # Usage: divergence.sh ZOTRAIN REPO OUTDIR
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 zotrain="$1" repo="$2" out="$3/divergence"
-rm -rf "${out}"
-mkdir -p "${out}"
-fail() { echo "FAIL: $*" >&2; exit 1; }
+fresh_dir "${out}"
 base=(--config "${repo}/configs/quickstart.json" --set "data.root=${repo}/data/mnist-subset"
       --set data.train_limit=640 --set train.threads=1 --no-progress -q)
 

@@ -14,10 +14,9 @@
 # window of a checkpoint write (commit_window below).
 # Usage: kill_resume.sh ZOTRAIN REPO OUTDIR [KILLS (default 50)] [SEED (default 1)]
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 zotrain="$1" repo="$2" out="$3/kill-resume" kills_wanted="${4:-50}" seed="${5:-1}"
-rm -rf "${out}"
-mkdir -p "${out}"
-fail() { echo "FAIL: $*" >&2; exit 1; }
+fresh_dir "${out}"
 RANDOM="${seed}"
 have_strace=0
 command -v strace > /dev/null && have_strace=1

@@ -7,11 +7,9 @@
 # before it is allocated.
 # Usage: memory_forecast.sh ZOTRAIN REPO OUTDIR
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 zotrain="$1" repo="$2" out="$3/memory-forecast"
-rm -rf "${out}"
-mkdir -p "${out}"
-fail() { echo "FAIL: $*" >&2; exit 1; }
-field() { /usr/bin/python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+fresh_dir "${out}"
 
 "${zotrain}" --make-synthetic-modelnet "${out}/points" --synthetic-classes 10 \
   --synthetic-train 8 --synthetic-test 2 > /dev/null 2>&1 || fail "make-synthetic-modelnet"
@@ -28,8 +26,8 @@ check() {  # check NAME ARGS...: dry run, then the same run for 3 steps; compare
   "${zotrain}" "${args[@]}" --output-dir "${out}/${name}" > /dev/null 2> "${out}/${name}.log" ||
     fail "${name}: $(tail -3 "${out}/${name}.log")"
   local predicted peak
-  predicted="$(field "${out}/${name}-dry/summary.json" "s['memory']['predicted_peak_bytes']")"
-  peak="$(field "${out}/${name}/summary.json" "s['memory']['peak_rss_bytes']")"
+  predicted="$(json_field "${out}/${name}-dry/summary.json" "s['memory']['predicted_peak_bytes']")"
+  peak="$(json_field "${out}/${name}/summary.json" "s['memory']['peak_rss_bytes']")"
   local err
   err="$(/usr/bin/python3 -c "print(f'{(${predicted} - ${peak}) / ${peak} * 100:+.1f}')")"
   echo "${name}: predicted $(( predicted / 1048576 )) MiB, peak $(( peak / 1048576 )) MiB (${err} %)"
@@ -58,7 +56,7 @@ grep -q "train.batch_size" "${out}/refused.log" || fail "refusal does not say wh
 # A limit above it (with a unit): the run goes ahead.
 "${zotrain}" "${lenet[@]}" --set train.memory_limit=4GiB --set train.max_steps=1 \
   --output-dir "${out}/fits" --no-progress -q > /dev/null 2>&1 || fail "memory_limit 4GiB refused"
-[[ "$(field "${out}/fits/config.json" "s['train']['memory_limit']")" == 4294967296 ]] ||
+[[ "$(json_field "${out}/fits/config.json" "s['train']['memory_limit']")" == 4294967296 ]] ||
   fail "memory_limit 4GiB not stored as 4294967296 bytes"
 # A malformed size: a config error that names the key.
 set +e

@@ -5,11 +5,9 @@
 # ~64 MiB (clouds) and ~44 MiB (images).
 # Usage: memory_scale.sh ZOTRAIN REPO OUTDIR
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 zotrain="$1" repo="$2" out="$3/memory-scale"
-rm -rf "${out}"
-mkdir -p "${out}"
-fail() { echo "FAIL: $*" >&2; exit 1; }
-field() { /usr/bin/python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+fresh_dir "${out}"
 limit_mib=8
 
 run() {  # run NAME ARGS...: a short run, then its peak RSS and dataset bytes on stdout
@@ -17,8 +15,8 @@ run() {  # run NAME ARGS...: a short run, then its peak RSS and dataset bytes on
   "${zotrain}" "$@" --set train.max_steps=3 --set train.epochs=1 --set train.threads=1 \
     --output-dir "${out}/${name}" --no-progress > /dev/null 2> "${out}/${name}.log" ||
     fail "${name}: $(tail -3 "${out}/${name}.log")"
-  echo "$(field "${out}/${name}/summary.json" "s['memory']['peak_rss_bytes']")" \
-       "$(field "${out}/${name}/summary.json" "s['memory']['dataset_bytes']")"
+  echo "$(json_field "${out}/${name}/summary.json" "s['memory']['peak_rss_bytes']")" \
+       "$(json_field "${out}/${name}/summary.json" "s['memory']['dataset_bytes']")"
 }
 
 compare() {  # compare WHAT SMALL_RSS SMALL_DATA BIG_RSS BIG_DATA

@@ -5,13 +5,13 @@
 # paper's published bytes exactly.
 # Usage: reproduce_smoke.sh ZOTRAIN REPO OUTDIR   (exit 77 = skipped: no GNU parallel or matplotlib)
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 zotrain="$1" repo="$2" out="$3/reproduce"
 command -v parallel >/dev/null || { echo "no GNU parallel: skipped"; exit 77; }
 /usr/bin/python3 -c "import matplotlib" 2>/dev/null || { echo "no python3-matplotlib: skipped"; exit 77; }
 rm -rf "${out}"
 mkdir -p "${out}/tmp"
 export TMPDIR="${out}/tmp"  # the sweep jobs' core-share locks: this test's own (tests/cli/sweep.sh)
-fail() { echo "FAIL: $*" >&2; exit 1; }
 common=(--zotrain "${zotrain}" --out "${out}" --datasets mnist
         --mnist-root "${repo}/data/mnist-subset" --jobs 2)
 r="${repo}/scripts/reproduce"

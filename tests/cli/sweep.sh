@@ -5,6 +5,7 @@
 # an uninterrupted run.
 # Usage: sweep.sh ZOTRAIN REPO OUTDIR   (exit 77 = skipped: no GNU parallel)
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 zotrain="$1" repo="$2" out="$3/sweep"
 command -v parallel >/dev/null || { echo "no GNU parallel (apt-get install parallel): skipped"; exit 77; }
 sweep="${repo}/scripts/sweep"
@@ -14,7 +15,6 @@ mkdir -p "${out}/tmp"
 # The jobs' core-share locks live in the temporary directory: a test of its own, so that sweeps
 # running elsewhere on this machine neither hold this test's jobs back nor are held back by them.
 export TMPDIR="${out}/tmp"
-fail() { echo "FAIL: $*" >&2; exit 1; }
 field() {  # csv run column
   python3 - "$1" "$2" "$3" <<'PY'
 import csv, sys

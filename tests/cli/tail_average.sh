@@ -5,10 +5,9 @@
 # is a checkpoint `zotrain eval` accepts, its int8 weights the rounded element-wise mean.
 # Usage: tail_average.sh ZOTRAIN REPO OUTDIR
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 zotrain="$1" repo="$2" out="$3/tail-average"
-fail() { echo "FAIL: $*" >&2; exit 1; }
-rm -rf "${out}"
-mkdir -p "${out}"
+fresh_dir "${out}"
 cfg="${out}/int8-full-zo.json"
 sed -e "s|\"root\": \"[^\"]*\"|\"root\": \"${repo}/data/mnist-subset\"|" \
     -e 's|"epochs": 100|"epochs": 3|' "${repo}/configs/paper/lenet5-mnist-int8-full-zo.json" > "${cfg}"

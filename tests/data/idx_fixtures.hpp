@@ -86,4 +86,14 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// The four files of an MNIST-style set in `d`, `train` and `test` images of rows × cols: the
+// training images and the test labels gzipped, the other two plain (both kinds are read).
+inline void write_mnist_files(const TempDir& d, std::uint32_t train, std::uint32_t test, std::uint32_t rows,
+                              std::uint32_t cols) {
+  d.write("train-images-idx3-ubyte.gz", gzip_bytes(idx_images(train, rows, cols)));
+  d.write("train-labels-idx1-ubyte", idx_labels(train));
+  d.write("t10k-images-idx3-ubyte", idx_images(test, rows, cols));
+  d.write("t10k-labels-idx1-ubyte.gz", gzip_bytes(idx_labels(test)));
+}
+
 }  // namespace zt::data::testing

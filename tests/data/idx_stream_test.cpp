@@ -16,11 +16,7 @@ namespace {
 
 using zt::test::expect_error;
 
-using testing::Bytes;
-using testing::gzip_bytes;
-using testing::idx_images;
-using testing::idx_labels;
-using testing::TempDir;
+using namespace zt::data::testing;  // the IDX fixtures (idx_fixtures.hpp)
 
 // Every record of an opened split, read in a scrambled order and put back in place.
 ImageSet read_all(const ImageSplit& s) {
@@ -124,10 +120,7 @@ TEST(IdxStreamTest, BadFilesGiveTheLoadersErrors) {
 
 TEST(IdxStreamTest, OpenImageDatasetFindsBothSplits) {
   TempDir d("idxs");
-  d.write("train-images-idx3-ubyte.gz", gzip_bytes(idx_images(12, 3, 5)));
-  d.write("train-labels-idx1-ubyte", idx_labels(12));
-  d.write("t10k-images-idx3-ubyte", idx_images(4, 3, 5));
-  d.write("t10k-labels-idx1-ubyte.gz", gzip_bytes(idx_labels(4)));
+  write_mnist_files(d, 12, 4, 3, 5);
   const ImageDataset mem = load_image_dataset(d.path(), 0, 3);
   const ImageFiles f = open_image_dataset(d.path(), 0, 3);
   expect_same(read_all(f.train), mem.train);

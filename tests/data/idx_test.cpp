@@ -16,11 +16,7 @@ namespace {
 
 using zt::test::expect_error;
 
-using testing::Bytes;
-using testing::gzip_bytes;
-using testing::idx_images;
-using testing::idx_labels;
-using testing::TempDir;
+using namespace zt::data::testing;  // the IDX fixtures (idx_fixtures.hpp)
 
 void expect_pair_matches_fixture(const ImageSet& s, int count, int rows, int cols) {
   ASSERT_EQ(s.count, count);
@@ -215,10 +211,7 @@ TEST(IdxTest, FindIdxFile) {
 
 TEST(IdxTest, LoadImageDataset) {
   TempDir d("idx");
-  d.write("train-images-idx3-ubyte.gz", gzip_bytes(idx_images(30, 4, 3)));
-  d.write("train-labels-idx1-ubyte", idx_labels(30));
-  d.write("t10k-images-idx3-ubyte", idx_images(7, 4, 3));
-  d.write("t10k-labels-idx1-ubyte.gz", gzip_bytes(idx_labels(7)));
+  write_mnist_files(d, 30, 7, 4, 3);
   const ImageDataset ds = load_image_dataset(d.path(), 0, 5);
   expect_pair_matches_fixture(ds.train, 30, 4, 3);
   expect_pair_matches_fixture(ds.test, 5, 4, 3);

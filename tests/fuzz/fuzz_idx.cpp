@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_samples.hpp"
 #include "fuzz_support.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/data/idx.hpp"
@@ -68,21 +69,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::size_t per = s.record_bytes();
     ZT_FUZZ_EXPECT(per == static_cast<std::size_t>(split.rows) * split.cols, "record size");
     // A batch: the first few images and the last one, the last first.
-    std::vector<std::int32_t> idx;
-    if (s.count() > 0) idx.push_back(s.count() - 1);
-    for (int i = 0; i < std::min(s.count(), 7); ++i) idx.push_back(i);
-    std::vector<std::uint8_t> pixels(idx.size() * per), got_labels(idx.size());
-    s.read(idx.data(), static_cast<int>(idx.size()), pixels.data(), got_labels.data());
+    const zt::fuzz::SampleBatch batch = zt::fuzz::read_batch(s, 7);
     if (loaded) {
       ZT_FUZZ_EXPECT(whole.count == s.count() && whole.rows == split.rows &&
                          whole.cols == split.cols,
                      "load_idx_pair and open_idx_pair must agree on the header");
-      for (std::size_t b = 0; b < idx.size(); ++b) {
-        const auto i = static_cast<std::size_t>(idx[b]);
-        ZT_FUZZ_EXPECT(std::memcmp(pixels.data() + b * per, whole.pixels.data() + i * per, per) == 0,
-                       "the two readers must read the same pixels");
-        ZT_FUZZ_EXPECT(got_labels[b] == whole.labels[i], "the two readers must read the same labels");
-      }
+      zt::fuzz::expect_batch_of(batch, per, whole.pixels.data(), whole.labels, "pixels");
     }
   } catch (const zt::Error&) {
   }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_samples.hpp"
 #include "fuzz_support.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/data/modelnet40.hpp"
@@ -49,21 +50,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::size_t per = s.record_bytes();
     ZT_FUZZ_EXPECT(per == static_cast<std::size_t>(split.stored_points) * 3 * sizeof(float),
                    "record size");
-    std::vector<std::int32_t> idx;
-    if (s.count() > 0) idx.push_back(s.count() - 1);
-    for (int i = 0; i < std::min(s.count(), 3); ++i) idx.push_back(i);
-    std::vector<std::uint8_t> points(idx.size() * per), labels(idx.size());
-    s.read(idx.data(), static_cast<int>(idx.size()), points.data(), labels.data());
+    const zt::fuzz::SampleBatch batch = zt::fuzz::read_batch(s, 3);
     if (loaded) {
       ZT_FUZZ_EXPECT(whole.count == s.count() && whole.stored_points == split.stored_points,
                      "load_ply_h5_files and open_ply_h5_files must agree on the shape");
-      const auto* all = reinterpret_cast<const std::uint8_t*>(whole.points.data());
-      for (std::size_t b = 0; b < idx.size(); ++b) {
-        const auto i = static_cast<std::size_t>(idx[b]);
-        ZT_FUZZ_EXPECT(std::memcmp(points.data() + b * per, all + i * per, per) == 0,
-                       "the two readers must read the same points");
-        ZT_FUZZ_EXPECT(labels[b] == whole.labels[i], "the two readers must read the same labels");
-      }
+      zt::fuzz::expect_batch_of(batch, per, reinterpret_cast<const std::uint8_t*>(whole.points.data()),
+                                whole.labels, "points");
     }
   } catch (const zt::Error&) {
   }

@@ -21,26 +21,15 @@
 #include "zotrain/core/rng.hpp"
 #include "zotrain/kernels/conv2d_s8.hpp"
 #include "../support.hpp"
+#include "s8_product_test_support.hpp"
 
 namespace zt::kernels {
 namespace {
 
-constexpr std::int32_t kGuard32 = static_cast<std::int32_t>(test::kGuard);
-constexpr std::size_t kGuardTail = 11;
+using namespace s8_test;
+
+constexpr GuardedS32 kGuards{11};
 constexpr unsigned char kScratchGuard = 0xA5;
-
-std::vector<std::int8_t> random_s8(std::size_t n, std::uint64_t seed, int lo = -127, int hi = 127) {
-  SplitMix64 rng(seed);
-  std::vector<std::int8_t> v(n);
-  for (auto& x : v) x = static_cast<std::int8_t>(lo + static_cast<int>(rng.next() % static_cast<std::uint64_t>(hi - lo + 1)));
-  return v;
-}
-
-std::vector<std::int32_t> guarded(std::size_t n, std::int32_t fill = 0x5a5a5a5a) {
-  std::vector<std::int32_t> v(n + kGuardTail, kGuard32);
-  std::fill_n(v.begin(), n, fill);
-  return v;
-}
 
 std::string describe(const Conv2dShape& s) {
   return "B" + std::to_string(s.batch) + " C" + std::to_string(s.in_c) + " " + std::to_string(s.in_h) + "x" +
@@ -54,17 +43,6 @@ struct Sizes {
 Sizes sizes_of(const Conv2dShape& s) {
   return {std::size_t(s.batch) * s.in_c * s.in_h * s.in_w, std::size_t(s.out_c) * s.in_c * s.kernel * s.kernel,
           std::size_t(s.batch) * s.out_c * s.out_h() * s.out_w()};
-}
-
-void expect_exact(const std::vector<std::int32_t>& got, const std::vector<std::int32_t>& want, std::size_t n,
-                  const std::string& what) {
-  int bad = 0;
-  for (std::size_t i = 0; i < n && bad < 5; ++i)
-    if (got[i] != want[i]) {
-      ADD_FAILURE() << what << " [" << i << "] " << got[i] << " vs " << want[i];
-      ++bad;
-    }
-  for (std::size_t t = 0; t < kGuardTail; ++t) EXPECT_EQ(got[n + t], kGuard32) << what << " guard " << t;
 }
 
 // ---- naive loops: scatter every product from a zero-padded copy of x, int64 sums ----------------
@@ -134,20 +112,16 @@ int call_threads() {
 #endif
 }
 
-struct Outputs {
-  std::vector<std::int32_t> y, dx, g;
-};
-
 // Runs the three products with a scratch of exactly conv2d_s8_scratch_bytes (placed `misalign`
 // bytes into its buffer, guard bytes after it) and checks them against the reference.
 Outputs run_and_check(const Fns& f, const Conv2dShape& s, const std::vector<std::int8_t>& x,
                       const std::vector<std::int8_t>& w, const std::vector<std::int8_t>& e, int misalign = 0) {
   const Sizes n = sizes_of(s);
   const std::size_t sn = conv2d_s8_scratch_bytes(s, call_threads());
-  std::vector<unsigned char> scratch(sn + misalign + kGuardTail, kScratchGuard);
+  std::vector<unsigned char> scratch(sn + misalign + kGuards.tail, kScratchGuard);
   void* sc = scratch.data() + misalign;
-  Outputs got{guarded(n.y), guarded(n.x), guarded(n.w)};
-  auto y_ref = guarded(n.y), dx_ref = guarded(n.x), g_ref = guarded(n.w);
+  Outputs got{kGuards.make(n.y), kGuards.make(n.x), kGuards.make(n.w)};
+  auto y_ref = kGuards.make(n.y), dx_ref = kGuards.make(n.x), g_ref = kGuards.make(n.w);
   f.fwd(s, x.data(), w.data(), got.y.data(), sc);
   f.dx(s, e.data(), w.data(), got.dx.data(), sc);
   f.dw(s, x.data(), e.data(), got.g.data(), sc);
@@ -155,10 +129,10 @@ Outputs run_and_check(const Fns& f, const Conv2dShape& s, const std::vector<std:
   conv2d_backward_input_s8_ref(s, e.data(), w.data(), dx_ref.data(), nullptr);
   conv2d_backward_weights_s8_ref(s, x.data(), e.data(), g_ref.data(), nullptr);
   const std::string what = describe(s);
-  expect_exact(got.y, y_ref, n.y, what + " y");
-  expect_exact(got.dx, dx_ref, n.x, what + " dx");
-  expect_exact(got.g, g_ref, n.w, what + " g");
-  for (std::size_t t = 0; t < kGuardTail; ++t)
+  kGuards.expect_exact(got.y, y_ref, n.y, what + " y");
+  kGuards.expect_exact(got.dx, dx_ref, n.x, what + " dx");
+  kGuards.expect_exact(got.g, g_ref, n.w, what + " g");
+  for (std::size_t t = 0; t < kGuards.tail; ++t)
     EXPECT_EQ(scratch[misalign + sn + t], kScratchGuard) << what << " scratch guard " << t;
   return got;
 }
@@ -201,7 +175,7 @@ void shape_sweep(const Fns& f) {
   }
   Conv2dShape empty{0, 2, 5, 5, 3, 3, 1};
   EXPECT_EQ(conv2d_s8_scratch_bytes(empty, 2), 0u);
-  auto g = guarded(std::size_t(3) * 2 * 9, 123);
+  auto g = kGuards.make(std::size_t(3) * 2 * 9, 123);
   f.dw(empty, nullptr, nullptr, g.data(), nullptr);  // empty batch: g = 0
   for (std::size_t i = 0; i < 54; ++i) EXPECT_EQ(g[i], 0);
 }
@@ -251,12 +225,12 @@ void weight_gradient_saturates(const Fns& f) {
     };
     for (int b = 0; b < s.batch; ++b) fill(b, 0, 127), fill(b, 1, -127);
     std::vector<unsigned char> scratch(conv2d_s8_scratch_bytes(s, call_threads()));
-    auto g = guarded(n.w);
+    auto g = kGuards.make(n.w);
     f.dw(s, x.data(), e.data(), g.data(), scratch.data());
     EXPECT_EQ(g[0], INT32_MAX) << o_n;
     EXPECT_EQ(g[1], INT32_MIN) << o_n;
     for (std::size_t i = 2; i < n.w; ++i) EXPECT_EQ(g[i], 0) << o_n;
-    for (std::size_t t = 0; t < kGuardTail; ++t) EXPECT_EQ(g[n.w + t], kGuard32);
+    kGuards.expect_intact(g, n.w);
     // Halves that cancel: the partial sums pass INT32_MAX, the total is exact.
     for (int b = 0; b < s.batch; ++b) fill(b, 0, b < s.batch / 2 ? 127 : -127);
     f.dw(s, x.data(), e.data(), g.data(), scratch.data());
@@ -278,7 +252,6 @@ void long_batches(const Fns& f) {
 
 #ifdef ZT_OPENMP
 void thread_count_independent(const Fns& f) {
-  const int saved = omp_get_max_threads();
   const Conv2dShape shapes[] = {{32, 1, 28, 28, 6, 5, 2}, {33, 6, 14, 14, 16, 5, 0}, {11, 3, 9, 7, 5, 3, 1},
                                 {19, 5, 6, 7, 17, 1, 0}, {7, 2, 13, 37, 11, 7, 3}};
   std::uint64_t seed = 4242;
@@ -286,68 +259,16 @@ void thread_count_independent(const Fns& f) {
     const Sizes n = sizes_of(s);
     const auto x = random_s8(n.x, seed), w = random_s8(n.w, seed + 1), e = random_s8(n.y, seed + 2);
     seed += 3;
-    std::vector<Outputs> outs;
-    for (int threads : {1, 2, 3, 0}) {  // 0: called from inside a parallel region (serial)
-      omp_set_num_threads(std::max(threads, 2));
-      if (threads == 0) {
-        Outputs o;
-#pragma omp parallel num_threads(2)
-#pragma omp single
-        o = run_and_check(f, s, x, w, e);
-        outs.push_back(o);
-      } else {
-        outs.push_back(run_and_check(f, s, x, w, e));
-      }
-    }
-    for (std::size_t i = 1; i < outs.size(); ++i) {
-      EXPECT_EQ(outs[0].y, outs[i].y) << describe(s) << " y, run " << i;
-      EXPECT_EQ(outs[0].dx, outs[i].dx) << describe(s) << " dx, run " << i;
-      EXPECT_EQ(outs[0].g, outs[i].g) << describe(s) << " g, run " << i;
-    }
+    expect_thread_count_independent(describe(s), [&] { return run_and_check(f, s, x, w, e); });
   }
-  omp_set_num_threads(saved);
 }
 #endif
 
 // ---- public paths, by ISA --------------------------------------------------------------------
 
-class Conv2dS8Test : public ::testing::TestWithParam<Isa> {
- protected:
-  void SetUp() override {
-    if (!isa_available(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not available";
-    f_ = fns_of(GetParam());
-  }
-  Fns f_;
-};
+using Conv2dS8Test = test::IsaPathTest<Fns, fns_of>;
 
-TEST_P(Conv2dS8Test, SelectsTheRequestedPath) {
-  const Isa isa = GetParam();
-  struct Want {
-    Conv2dForwardS8Fn fwd;
-    Conv2dBackwardInputS8Fn dx;
-    Conv2dBackwardWeightsS8Fn dw;
-  } want{&conv2d_forward_s8_portable, &conv2d_backward_input_s8_portable, &conv2d_backward_weights_s8_portable};
-  if (isa == Isa::kReference) want = {&conv2d_forward_s8_ref, &conv2d_backward_input_s8_ref, &conv2d_backward_weights_s8_ref};
-#ifdef ZT_HAVE_NEON
-  if (isa == Isa::kNeon) want = {&conv2d_forward_s8_neon, &conv2d_backward_input_s8_neon, &conv2d_backward_weights_s8_neon};
-#endif
-#ifdef ZT_HAVE_NEON_DOT
-  if (isa == Isa::kNeonDot)
-    want = {&conv2d_forward_s8_neon_dot, &conv2d_backward_input_s8_neon_dot, &conv2d_backward_weights_s8_neon_dot};
-#endif
-#ifdef ZT_HAVE_AVX512_VNNI
-  if (isa == Isa::kAvx512Vnni)
-    want = {&conv2d_forward_s8_avx512_vnni, &conv2d_backward_input_s8_avx512_vnni,
-            &conv2d_backward_weights_s8_avx512_vnni};
-#endif
-#ifdef ZT_HAVE_AVX2
-  if (isa == Isa::kAvx2)
-    want = {&conv2d_forward_s8_avx2, &conv2d_backward_input_s8_avx2, &conv2d_backward_weights_s8_avx2};
-#endif
-  EXPECT_EQ(select_conv2d_forward_s8(isa), want.fwd);
-  EXPECT_EQ(select_conv2d_backward_input_s8(isa), want.dx);
-  EXPECT_EQ(select_conv2d_backward_weights_s8(isa), want.dw);
-}
+TEST_P(Conv2dS8Test, SelectsTheRequestedPath) { ZT_EXPECT_S8_SELECTED(conv2d, GetParam()); }
 
 TEST_P(Conv2dS8Test, ShapeSweep) { shape_sweep(f_); }
 TEST_P(Conv2dS8Test, KernelPaddingSweep) { kernel_pad_sweep(f_); }

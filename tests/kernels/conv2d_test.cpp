@@ -82,27 +82,38 @@ Sizes sizes_of(const Conv2dShape& s) {
           static_cast<std::size_t>(s.batch) * s.out_c * s.out_h() * s.out_w()};
 }
 
-class Conv2dF32Test : public ::testing::TestWithParam<Isa> {
- protected:
-  void SetUp() override {
-    if (!isa_available(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not available";
-    fwd_ = select_conv2d_forward_f32(GetParam());
-    bwd_ = select_conv2d_backward_f32(GetParam());
-  }
-  Conv2dForwardF32Fn fwd_ = nullptr;
-  Conv2dBackwardF32Fn bwd_ = nullptr;
+// A forward pass's operands x, w and bias for shape s, from seeds seed, seed + 1 and seed + 2
+// (seed is left past them).
+struct ForwardOperands {
+  std::vector<float> x, w, bias;
 };
+ForwardOperands random_forward_operands(const Conv2dShape& s, unsigned& seed) {
+  const Sizes n = sizes_of(s);
+  ForwardOperands o;
+  o.x = random_vec(n.x, seed++);
+  o.w = random_vec(n.w, seed++);
+  o.bias = random_vec(s.out_c, seed++);
+  return o;
+}
+
+struct Fns {
+  Conv2dForwardF32Fn fwd = nullptr;
+  Conv2dBackwardF32Fn bwd = nullptr;
+};
+Fns fns_of(Isa isa) { return {select_conv2d_forward_f32(isa), select_conv2d_backward_f32(isa)}; }
+
+using Conv2dF32Test = test::IsaPathTest<Fns, fns_of>;
 
 TEST_P(Conv2dF32Test, SelectsTheRequestedPath) {
   if (GetParam() == Isa::kPortable) {
-    EXPECT_EQ(fwd_, &conv2d_forward_f32_portable);
-    EXPECT_EQ(bwd_, &conv2d_backward_f32_portable);
+    EXPECT_EQ(f_.fwd, &conv2d_forward_f32_portable);
+    EXPECT_EQ(f_.bwd, &conv2d_backward_f32_portable);
   }
-  if (GetParam() == Isa::kReference) { EXPECT_EQ(fwd_, &conv2d_forward_f32_ref); }
+  if (GetParam() == Isa::kReference) { EXPECT_EQ(f_.fwd, &conv2d_forward_f32_ref); }
 #if defined(ZT_HAVE_NEON)
   if (GetParam() == Isa::kNeon || GetParam() == Isa::kNeonDot) {
-    EXPECT_EQ(fwd_, &conv2d_forward_f32_neon);
-    EXPECT_EQ(bwd_, &conv2d_backward_f32_neon);
+    EXPECT_EQ(f_.fwd, &conv2d_forward_f32_neon);
+    EXPECT_EQ(f_.bwd, &conv2d_backward_f32_neon);
   }
 #endif
 }
@@ -127,10 +138,10 @@ TEST_P(Conv2dF32Test, ForwardMatchesReference) {
   for (const auto& s : kShapes) {
     for (bool with_bias : {true, false}) {
       const Sizes n = sizes_of(s);
-      const auto x = random_vec(n.x, seed++), w = random_vec(n.w, seed++), bias = random_vec(s.out_c, seed++);
+      const auto [x, w, bias] = random_forward_operands(s, seed);
       std::vector<float> scratch(conv2d_scratch_floats(s) + 1);
       auto y = with_guard(std::vector<float>(n.y, 1e30f)), want = y;
-      fwd_(s, x.data(), w.data(), with_bias ? bias.data() : nullptr, y.data(), scratch.data());
+      f_.fwd(s, x.data(), w.data(), with_bias ? bias.data() : nullptr, y.data(), scratch.data());
       conv2d_forward_f32_ref(s, x.data(), w.data(), with_bias ? bias.data() : nullptr, want.data(), nullptr);
       expect_close(y, want, n.y, s.in_c * s.kernel * s.kernel, describe(s) + " y");
     }
@@ -150,7 +161,7 @@ TEST_P(Conv2dF32Test, BackwardMatchesReference) {
       auto dx = with_guard(std::vector<float>(n.x, 1e30f)), dx_want = dx;
       float* dx_p = variant == 1 ? nullptr : dx.data();
       float* db_p = variant == 2 ? nullptr : db.data();
-      bwd_(s, x.data(), w.data(), dy.data(), dx_p, dw.data(), db_p, scratch.data());
+      f_.bwd(s, x.data(), w.data(), dy.data(), dx_p, dw.data(), db_p, scratch.data());
       conv2d_backward_f32_ref(s, x.data(), w.data(), dy.data(), variant == 1 ? nullptr : dx_want.data(),
                               dw_want.data(), variant == 2 ? nullptr : db_want.data(), nullptr);
       const std::string what = describe(s) + " variant " + std::to_string(variant);
@@ -219,19 +230,19 @@ TEST_P(Conv2dF32Test, SweepKernelsPaddingsAndWidths) {
         if (s.out_h() < 1) continue;
         ++cases;
         const Sizes n = sizes_of(s);
-        const auto x = random_vec(n.x, seed++), w = random_vec(n.w, seed++), bias = random_vec(s.out_c, seed++);
+        const auto [x, w, bias] = random_forward_operands(s, seed);
         const auto dy = random_vec(n.y, seed++);
         const std::size_t sn = conv2d_scratch_floats(s);
         auto scratch = with_guard(std::vector<float>(sn, 3.0f));
         auto y = with_guard(std::vector<float>(n.y, 1e30f)), y_want = y;
-        fwd_(s, x.data(), w.data(), bias.data(), y.data(), scratch.data());
+        f_.fwd(s, x.data(), w.data(), bias.data(), y.data(), scratch.data());
         conv2d_forward_f32_ref(s, x.data(), w.data(), bias.data(), y_want.data(), nullptr);
         const std::string what = describe(s);
         expect_close(y, y_want, n.y, s.in_c * k * k, what + " y");
         auto dw = with_guard(random_vec(n.w, seed++)), dw_want = dw;
         auto db = with_guard(random_vec(s.out_c, seed++)), db_want = db;
         auto dx = with_guard(std::vector<float>(n.x, 1e30f)), dx_want = dx;
-        bwd_(s, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), scratch.data());
+        f_.bwd(s, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), scratch.data());
         conv2d_backward_f32_ref(s, x.data(), w.data(), dy.data(), dx_want.data(), dw_want.data(), db_want.data(),
                                 nullptr);
         const int spatial = s.batch * s.out_h() * s.out_w();
@@ -252,16 +263,16 @@ TEST_P(Conv2dF32Test, ForwardIndependentOfBatchSplit) {
   unsigned seed = 3100;
   for (const auto& s : shapes) {
     const Sizes n = sizes_of(s);
-    const auto x = random_vec(n.x, seed++), w = random_vec(n.w, seed++), bias = random_vec(s.out_c, seed++);
+    const auto [x, w, bias] = random_forward_operands(s, seed);
     std::vector<float> scratch(conv2d_scratch_floats(s));
     std::vector<float> y_all(n.y), y_one(n.y), y_chunk(n.y);
-    fwd_(s, x.data(), w.data(), bias.data(), y_all.data(), scratch.data());
+    f_.fwd(s, x.data(), w.data(), bias.data(), y_all.data(), scratch.data());
     const std::size_t xs = n.x / s.batch, ys = n.y / s.batch;
     Conv2dShape s1 = s;
     s1.batch = 1;
     std::vector<float> scratch1(conv2d_scratch_floats(s1));
     for (int b = 0; b < s.batch; ++b)
-      fwd_(s1, x.data() + b * xs, w.data(), bias.data(), y_one.data() + b * ys, scratch1.data());
+      f_.fwd(s1, x.data() + b * xs, w.data(), bias.data(), y_one.data() + b * ys, scratch1.data());
     EXPECT_EQ(0, std::memcmp(y_all.data(), y_one.data(), n.y * sizeof(float))) << describe(s) << " batch 1";
     Conv2dShape s4 = s;
     s4.batch = 4;
@@ -271,7 +282,7 @@ TEST_P(Conv2dF32Test, ForwardIndependentOfBatchSplit) {
 #pragma omp parallel for num_threads(2) schedule(dynamic)
 #endif
     for (int chunk = 0; chunk < 8; ++chunk)
-      fwd_(s4, x.data() + chunk * 4 * xs, w.data(), bias.data(), y_chunk.data() + chunk * 4 * ys,
+      f_.fwd(s4, x.data() + chunk * 4 * xs, w.data(), bias.data(), y_chunk.data() + chunk * 4 * ys,
            scratch4.data() + chunk * sc4);
     EXPECT_EQ(0, std::memcmp(y_all.data(), y_chunk.data(), n.y * sizeof(float))) << describe(s) << " chunks of 4";
   }
@@ -279,41 +290,30 @@ TEST_P(Conv2dF32Test, ForwardIndependentOfBatchSplit) {
 
 #ifdef ZT_OPENMP
 TEST_P(Conv2dF32Test, BitIdenticalForAnyThreadCount) {
-  const int saved = omp_get_max_threads();
   const Conv2dShape shapes[] = {{32, 6, 14, 14, 16, 5, 2}, {11, 1, 28, 28, 6, 5, 2}, {3, 2, 9, 7, 5, 3, 1},
                                 {19, 5, 6, 7, 17, 1, 0}, {37, 2, 13, 37, 11, 7, 3}};
   unsigned seed = 4242;
   for (const auto& s : shapes) {
     const Sizes n = sizes_of(s);
-    const auto x = random_vec(n.x, seed++), w = random_vec(n.w, seed++), bias = random_vec(s.out_c, seed++);
+    const auto [x, w, bias] = random_forward_operands(s, seed);
     const auto dy = random_vec(n.y, seed++);
     std::vector<float> scratch(conv2d_scratch_floats(s));
     std::vector<float> y1, dx1, dw1, db1;
-    for (int threads : {1, 2, 3, 0}) {  // 0: called from inside a parallel region (runs serially)
-      omp_set_num_threads(std::max(threads, 2));
+    // 0: called from inside a parallel region (runs serially).
+    test::for_thread_counts({1, 2, 3, 0}, [&](int threads) {
       std::vector<float> y(n.y), dx(n.x), dw(n.w, 0.5f), db(s.out_c, 0.25f);
-      const auto run = [&] {
-        fwd_(s, x.data(), w.data(), bias.data(), y.data(), scratch.data());
-        bwd_(s, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), scratch.data());
-      };
-      if (threads == 0) {
-#pragma omp parallel num_threads(2)
-#pragma omp single
-        run();
-      } else {
-        run();
-      }
+      f_.fwd(s, x.data(), w.data(), bias.data(), y.data(), scratch.data());
+      f_.bwd(s, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), scratch.data());
       if (threads == 1) {
         y1 = y, dx1 = dx, dw1 = dw, db1 = db;
-        continue;
+        return;
       }
       EXPECT_EQ(0, std::memcmp(y.data(), y1.data(), n.y * sizeof(float))) << describe(s) << " y, threads " << threads;
       EXPECT_EQ(0, std::memcmp(dx.data(), dx1.data(), n.x * sizeof(float))) << describe(s) << " dx";
       EXPECT_EQ(0, std::memcmp(dw.data(), dw1.data(), n.w * sizeof(float))) << describe(s) << " dw";
       EXPECT_EQ(0, std::memcmp(db.data(), db1.data(), s.out_c * sizeof(float))) << describe(s) << " db";
-    }
+    });
   }
-  omp_set_num_threads(saved);
 }
 #endif
 

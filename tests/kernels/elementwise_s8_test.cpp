@@ -35,12 +35,7 @@ std::vector<std::int8_t> inputs(std::size_t n, std::uint64_t seed) {
   return v;
 }
 
-class ElementwiseS8Test : public ::testing::TestWithParam<Isa> {
- protected:
-  void SetUp() override {
-    if (!isa_available(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not available";
-  }
-};
+using ElementwiseS8Test = test::IsaTest;
 
 TEST_P(ElementwiseS8Test, SelectsTheRequestedPath) {
   const Isa isa = GetParam();
@@ -112,8 +107,7 @@ TEST_P(ElementwiseS8Test, ReluBackwardExactWithGuardsAndInPlace) {
   EXPECT_EQ(a, b);
 }
 
-struct PoolCase { int planes, h, w; };
-const PoolCase kCases[] = {{1, 2, 2},  {1, 3, 3},  {3, 1, 5},   {2, 5, 1},    {0, 4, 4},
+const test::PoolCase kCases[] = {{1, 2, 2},  {1, 3, 3},  {3, 1, 5},   {2, 5, 1},    {0, 4, 4},
                            {2, 4, 34}, {3, 7, 33}, {5, 9, 31},  {4, 28, 28},  {1, 2, 64},
                            {7, 6, 65}, {6, 3, 17}, {192, 28, 28}, {512, 14, 15},
                            {16, 10, 10}, {2, 9, 8}, {2, 4, 18}, {3, 2, 46},  // ow 5, 4, 9, 23: 8-wide groups
@@ -133,9 +127,8 @@ int window_argmax(const std::int8_t* xp, int w, int i, int j) {
 TEST_P(ElementwiseS8Test, MaxPoolForwardExactWithGuards) {
   const auto pool_forward = select_maxpool2x2_forward_s8(GetParam());
   for (const auto& c : kCases) {
-    const std::size_t in = static_cast<std::size_t>(c.planes) * c.h * c.w;
-    const int oh = c.h / 2, ow = c.w / 2;
-    const std::size_t out = static_cast<std::size_t>(c.planes) * oh * ow;
+    const std::size_t in = c.in_size(), out = c.out_size();
+    const int oh = c.out_h(), ow = c.out_w();
     const auto x = inputs(in, in + 11);
     std::vector<std::int8_t> want(out);
     for (int p = 0; p < c.planes; ++p) {
@@ -157,9 +150,8 @@ TEST_P(ElementwiseS8Test, MaxPoolForwardExactWithGuards) {
 TEST_P(ElementwiseS8Test, MaxPoolBackwardRoutesToFirstMaximumWithGuards) {
   const auto pool_backward = select_maxpool2x2_backward_s8(GetParam());
   for (const auto& c : kCases) {
-    const std::size_t in = static_cast<std::size_t>(c.planes) * c.h * c.w;
-    const int oh = c.h / 2, ow = c.w / 2;
-    const std::size_t out = static_cast<std::size_t>(c.planes) * oh * ow;
+    const std::size_t in = c.in_size(), out = c.out_size();
+    const int oh = c.out_h(), ow = c.out_w();
     const auto x = inputs(in, in + 12);
     std::vector<std::int8_t> dy(out);
     for (std::size_t i = 0; i < out; ++i) dy[i] = static_cast<std::int8_t>(1 + i % 120);

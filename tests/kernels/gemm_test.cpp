@@ -12,10 +12,6 @@
 #include <string>
 #include <vector>
 
-#ifdef ZT_OPENMP
-#include <omp.h>
-#endif
-
 #include "zotrain/kernels/gemm.hpp"
 #include "../support.hpp"
 
@@ -82,20 +78,13 @@ std::vector<float> run_and_check(GemmF32Fn fn, const GemmCase& c, unsigned seed)
   return got;
 }
 
-class GemmF32Test : public ::testing::TestWithParam<Isa> {
- protected:
-  void SetUp() override {
-    if (!isa_available(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not available";
-    fn_ = select_gemm_f32(GetParam());
-  }
-  GemmF32Fn fn_ = nullptr;
-};
+using GemmF32Test = test::IsaPathTest<GemmF32Fn, select_gemm_f32>;
 
 TEST_P(GemmF32Test, SelectsTheRequestedPath) {
-  if (GetParam() == Isa::kReference) { EXPECT_EQ(fn_, &gemm_f32_ref); }
-  if (GetParam() == Isa::kPortable) { EXPECT_EQ(fn_, &gemm_f32_portable); }
+  if (GetParam() == Isa::kReference) { EXPECT_EQ(f_, &gemm_f32_ref); }
+  if (GetParam() == Isa::kPortable) { EXPECT_EQ(f_, &gemm_f32_portable); }
 #if defined(ZT_HAVE_NEON)
-  if (GetParam() == Isa::kNeon || GetParam() == Isa::kNeonDot) { EXPECT_EQ(fn_, &gemm_f32_neon); }
+  if (GetParam() == Isa::kNeon || GetParam() == Isa::kNeonDot) { EXPECT_EQ(f_, &gemm_f32_neon); }
 #endif
 }
 
@@ -109,7 +98,7 @@ TEST_P(GemmF32Test, SmallSizeSweep) {
       for (int acc = 0; acc < 2; ++acc)
         for (int m : sizes)
           for (int n : sizes)
-            for (int k : {0, 1, 5, 16, 17}) run_and_check(fn_, {ta != 0, tb != 0, m, n, k, acc != 0}, seed++);
+            for (int k : {0, 1, 5, 16, 17}) run_and_check(f_, {ta != 0, tb != 0, m, n, k, acc != 0}, seed++);
 }
 
 TEST_P(GemmF32Test, LargeAndLeNetShapes) {
@@ -127,21 +116,21 @@ TEST_P(GemmF32Test, LargeAndLeNetShapes) {
       {false, false, 3, 4200, 9, false},    // N spans several column blocks
   };
   unsigned seed = 1000;
-  for (const auto& c : cases) run_and_check(fn_, c, seed++);
+  for (const auto& c : cases) run_and_check(f_, c, seed++);
 }
 
 TEST_P(GemmF32Test, KZeroClearsOrKeeps) {
   std::vector<float> c(12, 3.0f);
-  fn_(false, false, 3, 4, 0, nullptr, 1, nullptr, 4, c.data(), 4, true);
+  f_(false, false, 3, 4, 0, nullptr, 1, nullptr, 4, c.data(), 4, true);
   for (float v : c) EXPECT_EQ(v, 3.0f);
-  fn_(false, false, 3, 4, 0, nullptr, 1, nullptr, 4, c.data(), 4, false);
+  f_(false, false, 3, 4, 0, nullptr, 1, nullptr, 4, c.data(), 4, false);
   for (float v : c) EXPECT_EQ(v, 0.0f);
 }
 
 TEST_P(GemmF32Test, NanPropagates) {
   std::vector<float> a(4 * 5, 1.0f), b(5 * 40, 1.0f), c(4 * 40, 0.0f);
   a[2 * 5 + 3] = NAN;
-  fn_(false, false, 4, 40, 5, a.data(), 5, b.data(), 40, c.data(), 40, false);
+  f_(false, false, 4, 40, 5, a.data(), 5, b.data(), 40, c.data(), 40, false);
   for (int j = 0; j < 40; ++j) {
     EXPECT_TRUE(std::isnan(c[2 * 40 + j]));
     EXPECT_EQ(c[1 * 40 + j], 5.0f);
@@ -150,22 +139,17 @@ TEST_P(GemmF32Test, NanPropagates) {
 
 #ifdef ZT_OPENMP
 TEST_P(GemmF32Test, BitIdenticalForAnyThreadCount) {
-  const int saved = omp_get_max_threads();
   const GemmCase cases[] = {{false, true, 32, 120, 784, false}, {true, false, 120, 784, 32, true},
                             {false, false, 100, 300, 700, true}, {true, true, 67, 129, 600, false}};
   unsigned seed = 77;
   for (const auto& c : cases) {
     std::vector<std::vector<float>> outs;
-    for (int threads : {1, 2, 3}) {
-      omp_set_num_threads(threads);
-      outs.push_back(run_and_check(fn_, c, seed));
-    }
+    test::for_thread_counts({1, 2, 3}, [&](int) { outs.push_back(run_and_check(f_, c, seed)); });
     for (std::size_t i = 1; i < outs.size(); ++i)
       EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[i].data(), outs[0].size() * sizeof(float)))
           << describe(c) << " differs between thread counts";
     ++seed;
   }
-  omp_set_num_threads(saved);
 }
 #endif
 

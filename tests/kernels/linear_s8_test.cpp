@@ -14,56 +14,33 @@
 #include <string>
 #include <vector>
 
-#ifdef ZT_OPENMP
-#include <omp.h>
-#endif
-
 #include "../../src/kernels/linear_s8/gemm_s8_internal.hpp"
 #include "zotrain/core/rng.hpp"
 #include "zotrain/kernels/linear_s8.hpp"
 #include "../support.hpp"
+#include "s8_product_test_support.hpp"
 
 namespace zt::kernels {
 namespace {
 
-constexpr std::int32_t kGuard32 = static_cast<std::int32_t>(test::kGuard);
-constexpr std::size_t kGuardTail = 13;
+using namespace s8_test;
 
-// n values uniform in [lo, hi] from the project's generator (replayable from the seed).
-std::vector<std::int8_t> random_s8(std::size_t n, std::uint64_t seed, int lo = -127, int hi = 127) {
-  SplitMix64 rng(seed);
-  std::vector<std::int8_t> v(n);
-  for (auto& x : v) x = static_cast<std::int8_t>(lo + static_cast<int>(rng.next() % static_cast<std::uint64_t>(hi - lo + 1)));
-  return v;
-}
-
-std::vector<std::int32_t> guarded(std::size_t n, std::int32_t fill = 0x5a5a5a5a) {
-  std::vector<std::int32_t> v(n + kGuardTail, kGuard32);
-  std::fill_n(v.begin(), n, fill);
-  return v;
-}
+constexpr GuardedS32 kGuards{13};
 
 std::string describe(int B, int N, int K) {
   return "B=" + std::to_string(B) + " N=" + std::to_string(N) + " K=" + std::to_string(K);
 }
 
-// Expects got == want on the first n values and intact guards after them.
-void expect_exact(const std::vector<std::int32_t>& got, const std::vector<std::int32_t>& want, std::size_t n,
-                  const std::string& what) {
-  int bad = 0;
-  for (std::size_t i = 0; i < n && bad < 5; ++i)
-    if (got[i] != want[i]) {
-      ADD_FAILURE() << what << " [" << i << "] " << got[i] << " vs " << want[i];
-      ++bad;
-    }
-  for (std::size_t t = 0; t < kGuardTail; ++t) EXPECT_EQ(got[n + t], kGuard32) << what << " guard " << t;
-}
-
 // ---- naive loops (int64, scatter order) -------------------------------------------------------
 
-std::int32_t to_i32(std::int64_t v) {
-  EXPECT_TRUE(v >= INT32_MIN && v <= INT32_MAX);
-  return static_cast<std::int32_t>(v);
+// int64 sums as int32, expecting each to fit.
+std::vector<std::int32_t> exact_i32(const std::vector<std::int64_t>& acc) {
+  std::vector<std::int32_t> out(acc.size());
+  for (std::size_t i = 0; i < acc.size(); ++i) {
+    EXPECT_TRUE(acc[i] >= INT32_MIN && acc[i] <= INT32_MAX);
+    out[i] = static_cast<std::int32_t>(acc[i]);
+  }
+  return out;
 }
 
 std::vector<std::int32_t> naive_forward(int B, int N, int K, const std::vector<std::int8_t>& x,
@@ -72,9 +49,7 @@ std::vector<std::int32_t> naive_forward(int B, int N, int K, const std::vector<s
   for (int k = 0; k < K; ++k)
     for (int b = 0; b < B; ++b)
       for (int n = 0; n < N; ++n) acc[std::size_t(b) * N + n] += std::int64_t{x[std::size_t(b) * K + k]} * w[std::size_t(n) * K + k];
-  std::vector<std::int32_t> y(acc.size());
-  for (std::size_t i = 0; i < acc.size(); ++i) y[i] = to_i32(acc[i]);
-  return y;
+  return exact_i32(acc);
 }
 
 std::vector<std::int32_t> naive_backward_input(int B, int N, int K, const std::vector<std::int8_t>& e,
@@ -83,9 +58,7 @@ std::vector<std::int32_t> naive_backward_input(int B, int N, int K, const std::v
   for (int n = 0; n < N; ++n)
     for (int b = 0; b < B; ++b)
       for (int k = 0; k < K; ++k) acc[std::size_t(b) * K + k] += std::int64_t{e[std::size_t(b) * N + n]} * w[std::size_t(n) * K + k];
-  std::vector<std::int32_t> dx(acc.size());
-  for (std::size_t i = 0; i < acc.size(); ++i) dx[i] = to_i32(acc[i]);
-  return dx;
+  return exact_i32(acc);
 }
 
 std::vector<std::int32_t> naive_backward_weights(int B, int N, int K, const std::vector<std::int8_t>& e,
@@ -110,16 +83,12 @@ Fns fns_of(Isa isa) {
   return {select_linear_forward_s8(isa), select_linear_backward_input_s8(isa), select_linear_backward_weights_s8(isa)};
 }
 
-struct Outputs {
-  std::vector<std::int32_t> y, dx, g;
-};
-
 // Runs the three products of `f` on (x, w, e) and checks them against the reference.
 Outputs run_and_check(const Fns& f, int B, int N, int K, const std::vector<std::int8_t>& x,
                       const std::vector<std::int8_t>& w, const std::vector<std::int8_t>& e) {
   const std::size_t ny = std::size_t(B) * N, nx = std::size_t(B) * K, nw = std::size_t(N) * K;
-  Outputs got{guarded(ny), guarded(nx), guarded(nw)};
-  auto y_ref = guarded(ny), dx_ref = guarded(nx), g_ref = guarded(nw);
+  Outputs got{kGuards.make(ny), kGuards.make(nx), kGuards.make(nw)};
+  auto y_ref = kGuards.make(ny), dx_ref = kGuards.make(nx), g_ref = kGuards.make(nw);
   f.fwd(B, N, K, x.data(), w.data(), got.y.data());
   f.dx(B, N, K, e.data(), w.data(), got.dx.data());
   f.dw(B, N, K, e.data(), x.data(), got.g.data());
@@ -127,9 +96,9 @@ Outputs run_and_check(const Fns& f, int B, int N, int K, const std::vector<std::
   linear_backward_input_s8_ref(B, N, K, e.data(), w.data(), dx_ref.data());
   linear_backward_weights_s8_ref(B, N, K, e.data(), x.data(), g_ref.data());
   const std::string what = describe(B, N, K);
-  expect_exact(got.y, y_ref, ny, what + " y");
-  expect_exact(got.dx, dx_ref, nx, what + " dx");
-  expect_exact(got.g, g_ref, nw, what + " g");
+  kGuards.expect_exact(got.y, y_ref, ny, what + " y");
+  kGuards.expect_exact(got.dx, dx_ref, nx, what + " dx");
+  kGuards.expect_exact(got.g, g_ref, nw, what + " g");
   return got;
 }
 
@@ -198,13 +167,13 @@ void weight_gradient_saturates(const Fns& f) {
   const int B = 140000, N = 2, K = 3;
   std::vector<std::int8_t> x(std::size_t(B) * K, 127), e(std::size_t(B) * N, 127);
   for (int b = 0; b < B; ++b) e[std::size_t(b) * N + 1] = -127;  // output 1: −127·127 per sample
-  auto g = guarded(std::size_t(N) * K);
+  auto g = kGuards.make(std::size_t(N) * K);
   f.dw(B, N, K, e.data(), x.data(), g.data());
   for (int k = 0; k < K; ++k) {
     EXPECT_EQ(g[k], INT32_MAX) << k;
     EXPECT_EQ(g[K + k], INT32_MIN) << k;
   }
-  for (std::size_t t = 0; t < kGuardTail; ++t) EXPECT_EQ(g[std::size_t(N) * K + t], kGuard32);
+  kGuards.expect_intact(g, std::size_t(N) * K);
   // Cancellation: +127·127 for the first half, −127·127 for the second; partial sums pass
   // INT32_MAX on the way. Output 1 gets a small exact remainder.
   for (int b = 0; b < B; ++b) {
@@ -219,25 +188,24 @@ void weight_gradient_saturates(const Fns& f) {
 
 void empty_dims(const Fns& f) {
   const std::vector<std::int8_t> a(64, 5), b(64, 7);
-  auto out = guarded(8, 123);
+  auto out = kGuards.make(8, 123);
   f.fwd(0, 4, 5, a.data(), b.data(), out.data());  // nothing to write
   f.dx(0, 4, 5, a.data(), b.data(), out.data());
   for (int i = 0; i < 8; ++i) EXPECT_EQ(out[i], 123);
   f.fwd(2, 4, 0, a.data(), b.data(), out.data());  // K = 0: y = 0
   for (int i = 0; i < 8; ++i) EXPECT_EQ(out[i], 0);
-  out = guarded(8, 123);
+  out = kGuards.make(8, 123);
   f.dx(2, 0, 4, a.data(), b.data(), out.data());  // N = 0: dx = 0
   for (int i = 0; i < 8; ++i) EXPECT_EQ(out[i], 0);
-  out = guarded(8, 123);
+  out = kGuards.make(8, 123);
   f.dw(0, 2, 4, a.data(), b.data(), out.data());  // B = 0: g = 0
   for (int i = 0; i < 8; ++i) EXPECT_EQ(out[i], 0);
-  for (std::size_t t = 0; t < kGuardTail; ++t) EXPECT_EQ(out[8 + t], kGuard32);
+  kGuards.expect_intact(out, 8);
 }
 
 #ifdef ZT_OPENMP
 // 1, 2 and 3 threads, and a call from inside a parallel region (serial), give the same bits.
 void thread_count_independent(const Fns& f) {
-  const int saved = omp_get_max_threads();
   struct Shape {
     int B, N, K;
   };
@@ -247,68 +215,16 @@ void thread_count_independent(const Fns& f) {
     const auto x = random_s8(std::size_t(s.B) * s.K, seed), w = random_s8(std::size_t(s.N) * s.K, seed + 1),
                e = random_s8(std::size_t(s.B) * s.N, seed + 2);
     seed += 3;
-    std::vector<Outputs> outs;
-    for (int threads : {1, 2, 3, 0}) {
-      omp_set_num_threads(std::max(threads, 2));
-      if (threads == 0) {
-        Outputs o;
-#pragma omp parallel num_threads(2)
-#pragma omp single
-        o = run_and_check(f, s.B, s.N, s.K, x, w, e);
-        outs.push_back(o);
-      } else {
-        outs.push_back(run_and_check(f, s.B, s.N, s.K, x, w, e));
-      }
-    }
-    for (std::size_t i = 1; i < outs.size(); ++i) {
-      EXPECT_EQ(outs[0].y, outs[i].y) << describe(s.B, s.N, s.K) << " y, run " << i;
-      EXPECT_EQ(outs[0].dx, outs[i].dx) << describe(s.B, s.N, s.K) << " dx, run " << i;
-      EXPECT_EQ(outs[0].g, outs[i].g) << describe(s.B, s.N, s.K) << " g, run " << i;
-    }
+    expect_thread_count_independent(describe(s.B, s.N, s.K), [&] { return run_and_check(f, s.B, s.N, s.K, x, w, e); });
   }
-  omp_set_num_threads(saved);
 }
 #endif
 
 // ---- public paths, by ISA --------------------------------------------------------------------
 
-class LinearS8Test : public ::testing::TestWithParam<Isa> {
- protected:
-  void SetUp() override {
-    if (!isa_available(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not available";
-    f_ = fns_of(GetParam());
-  }
-  Fns f_;
-};
+using LinearS8Test = test::IsaPathTest<Fns, fns_of>;
 
-TEST_P(LinearS8Test, SelectsTheRequestedPath) {
-  const Isa isa = GetParam();
-  struct Want {
-    LinearForwardS8Fn fwd;
-    LinearBackwardInputS8Fn dx;
-    LinearBackwardWeightsS8Fn dw;
-  } want{&linear_forward_s8_portable, &linear_backward_input_s8_portable, &linear_backward_weights_s8_portable};
-  if (isa == Isa::kReference) want = {&linear_forward_s8_ref, &linear_backward_input_s8_ref, &linear_backward_weights_s8_ref};
-#ifdef ZT_HAVE_NEON
-  if (isa == Isa::kNeon) want = {&linear_forward_s8_neon, &linear_backward_input_s8_neon, &linear_backward_weights_s8_neon};
-#endif
-#ifdef ZT_HAVE_NEON_DOT
-  if (isa == Isa::kNeonDot)
-    want = {&linear_forward_s8_neon_dot, &linear_backward_input_s8_neon_dot, &linear_backward_weights_s8_neon_dot};
-#endif
-#ifdef ZT_HAVE_AVX512_VNNI
-  if (isa == Isa::kAvx512Vnni)
-    want = {&linear_forward_s8_avx512_vnni, &linear_backward_input_s8_avx512_vnni,
-            &linear_backward_weights_s8_avx512_vnni};
-#endif
-#ifdef ZT_HAVE_AVX2
-  if (isa == Isa::kAvx2)
-    want = {&linear_forward_s8_avx2, &linear_backward_input_s8_avx2, &linear_backward_weights_s8_avx2};
-#endif
-  EXPECT_EQ(select_linear_forward_s8(isa), want.fwd);
-  EXPECT_EQ(select_linear_backward_input_s8(isa), want.dx);
-  EXPECT_EQ(select_linear_backward_weights_s8(isa), want.dw);
-}
+TEST_P(LinearS8Test, SelectsTheRequestedPath) { ZT_EXPECT_S8_SELECTED(linear, GetParam()); }
 
 TEST_P(LinearS8Test, SizeSweep) { size_sweep(f_); }
 TEST_P(LinearS8Test, LeNetShapes) { lenet_shapes(f_); }
@@ -385,8 +301,8 @@ TEST(LinearS8MicroTileTest, EveryTileMatchesPlainLoops) {
                 for (int q = 0; q < nq; ++q)
                   for (int sub = 0; sub < 4; ++sub) corr[r] += 128 * a_byte(r, q, sub);
               const int ldc = lanes + 3;
-              auto c = guarded(static_cast<std::size_t>(mr) * ldc, 0);
-              for (std::size_t i = 0; i < c.size() - kGuardTail; ++i) c[i] = static_cast<std::int32_t>(i * 7919 % 100003) - 50000;
+              auto c = kGuards.make(static_cast<std::size_t>(mr) * ldc, 0);
+              for (std::size_t i = 0; i < c.size() - kGuards.tail; ++i) c[i] = static_cast<std::int32_t>(i * 7919 % 100003) - 50000;
               auto want = c;
               for (int r = 0; r < mr; ++r)
                 for (int l = 0; l < n_valid; ++l) {
@@ -417,7 +333,7 @@ TEST(LinearS8MicroTileTest, EveryTileMatchesPlainLoops) {
               args.corr = corr.data();
               args.accumulate = accumulate;
               m.tile_fn(rows, mr, nv)(args);
-              expect_exact(c, want, c.size() - kGuardTail, what);
+              kGuards.expect_exact(c, want, c.size() - kGuards.tail, what);
             }
   }
 }
@@ -456,8 +372,8 @@ TEST(LinearS8MicroTileTest, EveryDotTileMatchesPlainLoops) {
             ep[o] = es[o].data();
           }
           const int ld = tb + 1;
-          auto part = guarded(static_cast<std::size_t>(ob) * ld * s8::kLanes, 0);
-          for (std::size_t i = 0; i < part.size() - kGuardTail; ++i) part[i] = static_cast<std::int32_t>(i % 1000) - 500;
+          auto part = kGuards.make(static_cast<std::size_t>(ob) * ld * s8::kLanes, 0);
+          for (std::size_t i = 0; i < part.size() - kGuards.tail; ++i) part[i] = static_cast<std::int32_t>(i % 1000) - 500;
           auto want = part;
           for (int o = 0; o < ob; ++o)
             for (int t = 0; t < tb; ++t)
@@ -478,7 +394,7 @@ TEST(LinearS8MicroTileTest, EveryDotTileMatchesPlainLoops) {
           args.part = part.data();
           args.ld = ld;
           m.run_dot(ob, tb, args);
-          expect_exact(part, want, part.size() - kGuardTail,
+          kGuards.expect_exact(part, want, part.size() - kGuards.tail,
                        std::string(isa_name(isa)) + " ob=" + std::to_string(ob) + " tb=" + std::to_string(tb));
         }
   }

@@ -136,30 +136,11 @@ TEST(PerturbS8Z, RegenerationAndSubRangesAreIdentical) {
 
 // ---- perturb / update, parametrised over the paths ------------------------------------------
 
-class PerturbS8Test : public ::testing::TestWithParam<Isa> {
- protected:
-  void SetUp() override {
-    if (!isa_available(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not available";
-  }
-};
+using PerturbS8Test = test::IsaTest;
 
 TEST_P(PerturbS8Test, SelectsTheRequestedPath) {
-  if (GetParam() == Isa::kReference) {
-    EXPECT_EQ(select_perturb_s8(Isa::kReference), &perturb_s8_ref);
-    EXPECT_EQ(select_zo_update_s8(Isa::kReference), &zo_update_s8_ref);
-  }
-  if (GetParam() == Isa::kPortable) {
-    EXPECT_EQ(select_perturb_s8(Isa::kPortable), &perturb_s8_portable);
-    EXPECT_EQ(select_zo_update_s8(Isa::kPortable), &zo_update_s8_portable);
-  }
-  if (GetParam() == Isa::kNeon || GetParam() == Isa::kNeonDot) {  // available: built with NEON
-#ifdef ZT_HAVE_NEON
-    EXPECT_EQ(select_perturb_s8(GetParam()), &perturb_s8_neon);
-    EXPECT_EQ(select_zo_update_s8(GetParam()), &zo_update_s8_neon);
-#else
-    ADD_FAILURE() << "NEON available without NEON kernels";
-#endif
-  }
+  ZT_EXPECT_REF_PORTABLE_NEON_SELECTED(perturb_s8, GetParam());
+  ZT_EXPECT_REF_PORTABLE_NEON_SELECTED(zo_update_s8, GetParam());
 }
 
 TEST_P(PerturbS8Test, PerturbAddsKTimesZWithClamp) {
@@ -243,42 +224,60 @@ Setting setting(int variant, std::uint64_t seed_base) {
   return st;
 }
 
+// Case (n, first) of setting st on t threads, for failure messages.
+std::string describe(const Setting& st, std::size_t n, std::uint32_t first, int t) {
+  return "n=" + std::to_string(n) + " first=" + std::to_string(first) + " r=" + std::to_string(st.r_max) +
+         " k=" + std::to_string(st.k) + " g=" + std::to_string(st.g) + " b_zo=" + std::to_string(st.b_zo) +
+         " t=" + std::to_string(t);
+}
+
+// One case of the sweeps: n values from index `first`, setting st, θ0 before the call.
+struct SweepCase {
+  std::size_t n;
+  std::uint32_t first;
+  Setting st;
+  std::vector<std::int8_t> theta0;
+};
+
+// Runs fn(case) for every size of kSizes and first index of kFirsts, each with the next setting
+// (setting(variant, seed_base)) and θ0 = random_theta(n, theta_base + variant); stops at the
+// first fatal failure.
+template <class Fn>
+void for_each_sweep_case(std::uint64_t seed_base, std::uint64_t theta_base, Fn fn) {
+  int variant = 0;
+  for (std::size_t n : kSizes)
+    for (std::uint32_t first : kFirsts) {
+      ++variant;
+      fn(SweepCase{n, first, setting(variant, seed_base), random_theta(n, theta_base + static_cast<std::uint64_t>(variant))});
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+}
+
 TEST_P(PerturbS8Test, BitExactAgainstReferenceWithGuardsAndThreads) {
   const auto perturb = select_perturb_s8(GetParam());
   const auto update = select_zo_update_s8(GetParam());
-  int variant = 0;
-  for (std::size_t n : kSizes) {
-    for (std::uint32_t first : kFirsts) {
-      ++variant;
-      const Setting st = setting(variant, 1000);
-      const PerturbS8Params& p = st.p;
-      const int r_max = st.r_max, k = st.k, g = st.g, b_zo = st.b_zo;
-      const auto theta0 = random_theta(n, 300 + variant);
-      auto want_p = theta0, want_u = theta0;
-      perturb_s8_ref(want_p.data(), n, first, p, k);
-      zo_update_s8_ref(want_u.data(), n, first, p, g, b_zo);
-      for (int t : {1, 2, 3}) {
-        auto got_p = theta0, got_u = theta0;
-        got_p.resize(n + kGuardTail, kGuardS8);
-        got_u.resize(n + kGuardTail, kGuardS8);
-        with_threads(t, [&] {
-          perturb(got_p.data(), n, first, p, k);
-          update(got_u.data(), n, first, p, g, b_zo);
-        });
-        const auto what = [&] {
-          return "n=" + std::to_string(n) + " first=" + std::to_string(first) + " r=" +
-                 std::to_string(r_max) + " k=" + std::to_string(k) + " g=" + std::to_string(g) +
-                 " b_zo=" + std::to_string(b_zo) + " t=" + std::to_string(t);
-        };
-        EXPECT_TRUE(std::equal(want_p.begin(), want_p.end(), got_p.begin())) << "perturb " << what();
-        EXPECT_TRUE(std::equal(want_u.begin(), want_u.end(), got_u.begin())) << "update " << what();
-        for (std::size_t q = 0; q < kGuardTail; ++q) {
-          ASSERT_EQ(got_p[n + q], kGuardS8) << what();
-          ASSERT_EQ(got_u[n + q], kGuardS8) << what();
-        }
+  for_each_sweep_case(1000, 300, [&](const SweepCase& c) {
+    const auto& [n, first, st, theta0] = c;
+    auto want_p = theta0, want_u = theta0;
+    perturb_s8_ref(want_p.data(), n, first, st.p, st.k);
+    zo_update_s8_ref(want_u.data(), n, first, st.p, st.g, st.b_zo);
+    for (int t : {1, 2, 3}) {
+      auto got_p = theta0, got_u = theta0;
+      got_p.resize(n + kGuardTail, kGuardS8);
+      got_u.resize(n + kGuardTail, kGuardS8);
+      with_threads(t, [&] {
+        perturb(got_p.data(), n, first, st.p, st.k);
+        update(got_u.data(), n, first, st.p, st.g, st.b_zo);
+      });
+      const auto what = [&] { return describe(st, n, first, t); };
+      EXPECT_TRUE(std::equal(want_p.begin(), want_p.end(), got_p.begin())) << "perturb " << what();
+      EXPECT_TRUE(std::equal(want_u.begin(), want_u.end(), got_u.begin())) << "update " << what();
+      for (std::size_t q = 0; q < kGuardTail; ++q) {
+        ASSERT_EQ(got_p[n + q], kGuardS8) << what();
+        ASSERT_EQ(got_u[n + q], kGuardS8) << what();
       }
     }
-  }
+  });
 }
 
 // A cached direction: z filled once, then the probes and the update from it, equal the
@@ -287,48 +286,37 @@ TEST_P(PerturbS8Test, CachedDirectionEqualsRegenerating) {
   const auto fill = select_fill_perturbation_s8(GetParam());
   const auto perturb = select_perturb_cached_s8(GetParam());
   const auto update = select_zo_update_cached_s8(GetParam());
-  int variant = 0;
-  for (std::size_t n : kSizes) {
-    for (std::uint32_t first : kFirsts) {
-      ++variant;
-      const Setting st = setting(variant, 2000);
-      const PerturbS8Params& p = st.p;
-      const int r_max = st.r_max, k = st.k, g = st.g, b_zo = st.b_zo;
-      const auto theta0 = random_theta(n, 500 + variant);
-      std::vector<std::int8_t> want_z(n);
-      perturbation_s8(p, first, n, want_z.data());
-      auto want_p = theta0, want_u = theta0, want_m = theta0;
-      perturb_s8_ref(want_p.data(), n, first, p, k);
-      perturb_s8_ref(want_m.data(), n, first, p, -2);
-      zo_update_s8_ref(want_u.data(), n, first, p, g, b_zo);
-      for (int t : {1, 2}) {
-        std::vector<std::int8_t> z(n + kGuardTail, kGuardS8);
-        auto got_p = theta0, got_u = theta0, got_m = theta0;
-        got_p.resize(n + kGuardTail, kGuardS8);
-        got_u.resize(n + kGuardTail, kGuardS8);
-        with_threads(t, [&] {
-          fill(p, first, n, z.data());
-          perturb(got_p.data(), z.data(), n, k);
-          perturb(got_m.data(), z.data(), n, -2);
-          update(got_u.data(), z.data(), n, p, g, b_zo);
-        });
-        const auto what = [&] {
-          return "n=" + std::to_string(n) + " first=" + std::to_string(first) + " r=" +
-                 std::to_string(r_max) + " k=" + std::to_string(k) + " g=" + std::to_string(g) +
-                 " b_zo=" + std::to_string(b_zo) + " t=" + std::to_string(t);
-        };
-        EXPECT_TRUE(std::equal(want_z.begin(), want_z.end(), z.begin())) << "fill " << what();
-        EXPECT_TRUE(std::equal(want_p.begin(), want_p.end(), got_p.begin())) << "perturb " << what();
-        EXPECT_TRUE(std::equal(want_m.begin(), want_m.end(), got_m.begin())) << "perturb -2 " << what();
-        EXPECT_TRUE(std::equal(want_u.begin(), want_u.end(), got_u.begin())) << "update " << what();
-        for (std::size_t q = 0; q < kGuardTail; ++q) {
-          ASSERT_EQ(z[n + q], kGuardS8) << what();
-          ASSERT_EQ(got_p[n + q], kGuardS8) << what();
-          ASSERT_EQ(got_u[n + q], kGuardS8) << what();
-        }
+  for_each_sweep_case(2000, 500, [&](const SweepCase& c) {
+    const auto& [n, first, st, theta0] = c;
+    std::vector<std::int8_t> want_z(n);
+    perturbation_s8(st.p, first, n, want_z.data());
+    auto want_p = theta0, want_u = theta0, want_m = theta0;
+    perturb_s8_ref(want_p.data(), n, first, st.p, st.k);
+    perturb_s8_ref(want_m.data(), n, first, st.p, -2);
+    zo_update_s8_ref(want_u.data(), n, first, st.p, st.g, st.b_zo);
+    for (int t : {1, 2}) {
+      std::vector<std::int8_t> z(n + kGuardTail, kGuardS8);
+      auto got_p = theta0, got_u = theta0, got_m = theta0;
+      got_p.resize(n + kGuardTail, kGuardS8);
+      got_u.resize(n + kGuardTail, kGuardS8);
+      with_threads(t, [&] {
+        fill(st.p, first, n, z.data());
+        perturb(got_p.data(), z.data(), n, st.k);
+        perturb(got_m.data(), z.data(), n, -2);
+        update(got_u.data(), z.data(), n, st.p, st.g, st.b_zo);
+      });
+      const auto what = [&] { return describe(st, n, first, t); };
+      EXPECT_TRUE(std::equal(want_z.begin(), want_z.end(), z.begin())) << "fill " << what();
+      EXPECT_TRUE(std::equal(want_p.begin(), want_p.end(), got_p.begin())) << "perturb " << what();
+      EXPECT_TRUE(std::equal(want_m.begin(), want_m.end(), got_m.begin())) << "perturb -2 " << what();
+      EXPECT_TRUE(std::equal(want_u.begin(), want_u.end(), got_u.begin())) << "update " << what();
+      for (std::size_t q = 0; q < kGuardTail; ++q) {
+        ASSERT_EQ(z[n + q], kGuardS8) << what();
+        ASSERT_EQ(got_p[n + q], kGuardS8) << what();
+        ASSERT_EQ(got_u[n + q], kGuardS8) << what();
       }
     }
-  }
+  });
 }
 
 TEST_P(PerturbS8Test, OneCallEqualsTwoCallsOnSplitRanges) {

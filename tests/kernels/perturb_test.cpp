@@ -80,11 +80,21 @@ const std::uint64_t kOffsets[] = {0,  1,       13, 31, 32, 1000003,
 
 // ---- paths -------------------------------------------------------------------------------
 
-class PerturbPathTest : public ::testing::TestWithParam<Isa> {};
+// Runs fn(n, off) for every size of kSizes and offset of kOffsets; past n = 1000 only for the
+// offsets 0 and 13 (the reference is slow under qemu).
+template <class Fn>
+void for_each_size_offset(Fn fn) {
+  for (std::size_t n : kSizes)
+    for (std::uint64_t off : kOffsets) {
+      if (n > 1000 && off != 0 && off != 13) continue;
+      fn(n, off);
+    }
+}
+
+using PerturbPathTest = zt::test::IsaTest;
 
 TEST_P(PerturbPathTest, SelectReturnsThePathAsked) {
   const Isa isa = GetParam();
-  if (!isa_available(isa)) GTEST_SKIP() << isa_name(isa) << " not available on this CPU";
   if (isa == Isa::kReference) {
     EXPECT_EQ(select_fill_gaussian_f32(isa), &fill_gaussian_f32_ref);
     EXPECT_EQ(select_perturb_gaussian_f32(isa), &perturb_gaussian_f32_ref);
@@ -106,37 +116,29 @@ TEST_P(PerturbPathTest, SelectReturnsThePathAsked) {
 
 TEST_P(PerturbPathTest, FillMatchesReferenceBitForBit) {
   const Isa isa = GetParam();
-  if (!isa_available(isa)) GTEST_SKIP() << isa_name(isa) << " not available on this CPU";
   const FillGaussianF32Fn fill = select_fill_gaussian_f32(isa);
-  for (std::size_t n : kSizes) {
-    for (std::uint64_t off : kOffsets) {
-      if (n > 1000 && off != 0 && off != 13) continue;  // the reference is slow under qemu
-      Guarded want(n), got(n);
-      fill_gaussian_f32_ref(want.data(), n, 42, 3, off);
-      fill(got.data(), n, 42, 3, off);
-      EXPECT_EQ(first_mismatch(want.data(), got.data(), n), -1) << "n=" << n << " off=" << off;
-      EXPECT_TRUE(got.guards_intact(n)) << "n=" << n << " off=" << off;
-    }
-  }
+  for_each_size_offset([&](std::size_t n, std::uint64_t off) {
+    Guarded want(n), got(n);
+    fill_gaussian_f32_ref(want.data(), n, 42, 3, off);
+    fill(got.data(), n, 42, 3, off);
+    EXPECT_EQ(first_mismatch(want.data(), got.data(), n), -1) << "n=" << n << " off=" << off;
+    EXPECT_TRUE(got.guards_intact(n)) << "n=" << n << " off=" << off;
+  });
 }
 
 TEST_P(PerturbPathTest, PerturbMatchesReferenceBitForBit) {
   const Isa isa = GetParam();
-  if (!isa_available(isa)) GTEST_SKIP() << isa_name(isa) << " not available on this CPU";
   const PerturbGaussianF32Fn perturb = select_perturb_gaussian_f32(isa);
-  for (std::size_t n : kSizes) {
-    for (std::uint64_t off : kOffsets) {
-      if (n > 1000 && off != 0 && off != 13) continue;
-      const std::vector<float> theta = random_theta(n, n + off);
-      Guarded want(n), got(n);
-      std::copy(theta.begin(), theta.end(), want.v.begin());
-      std::copy(theta.begin(), theta.end(), got.v.begin());
-      perturb_gaussian_f32_ref(want.data(), n, 7, 11, off, -2.5e-3f);
-      perturb(got.data(), n, 7, 11, off, -2.5e-3f);
-      EXPECT_EQ(first_mismatch(want.data(), got.data(), n), -1) << "n=" << n << " off=" << off;
-      EXPECT_TRUE(got.guards_intact(n)) << "n=" << n << " off=" << off;
-    }
-  }
+  for_each_size_offset([&](std::size_t n, std::uint64_t off) {
+    const std::vector<float> theta = random_theta(n, n + off);
+    Guarded want(n), got(n);
+    std::copy(theta.begin(), theta.end(), want.v.begin());
+    std::copy(theta.begin(), theta.end(), got.v.begin());
+    perturb_gaussian_f32_ref(want.data(), n, 7, 11, off, -2.5e-3f);
+    perturb(got.data(), n, 7, 11, off, -2.5e-3f);
+    EXPECT_EQ(first_mismatch(want.data(), got.data(), n), -1) << "n=" << n << " off=" << off;
+    EXPECT_TRUE(got.guards_intact(n)) << "n=" << n << " off=" << off;
+  });
 }
 
 // One pass that perturbs θ and keeps z (perturb_fill): θ as perturb leaves it, z as fill writes
@@ -144,41 +146,36 @@ TEST_P(PerturbPathTest, PerturbMatchesReferenceBitForBit) {
 // one, keeping it (update_perturb_fill): θ as add_scaled_f32 then perturb leave it.
 TEST_P(PerturbPathTest, PerturbFillIsPerturbAndFillBitForBit) {
   const Isa isa = GetParam();
-  if (!isa_available(isa)) GTEST_SKIP() << isa_name(isa) << " not available on this CPU";
   const PerturbFillF32Fn perturb_fill = select_perturb_fill_gaussian_f32(isa);
   const UpdatePerturbFillF32Fn update_perturb_fill = select_update_perturb_fill_gaussian_f32(isa);
-  for (std::size_t n : kSizes) {
-    for (std::uint64_t off : kOffsets) {
-      if (n > 1000 && off != 0 && off != 13) continue;
-      const std::vector<float> theta = random_theta(n, n + off + 5);
-      Guarded want_theta(n), want_z(n), got_theta(n), got_z(n);
-      std::copy(theta.begin(), theta.end(), want_theta.v.begin());
-      std::copy(theta.begin(), theta.end(), got_theta.v.begin());
-      const auto check = [&](const char* what) {
-        const std::string at = std::string(what) + " n=" + std::to_string(n) + " off=" +
-                               std::to_string(off);
-        EXPECT_EQ(first_mismatch(want_theta.data(), got_theta.data(), n), -1) << at;
-        EXPECT_EQ(first_mismatch(want_z.data(), got_z.data(), n), -1) << at;
-        EXPECT_TRUE(got_theta.guards_intact(n)) << at;
-        EXPECT_TRUE(got_z.guards_intact(n)) << at;
-      };
-      perturb_gaussian_f32_ref(want_theta.data(), n, 3, 6, off, 1e-3f);
-      fill_gaussian_f32_ref(want_z.data(), n, 3, 6, off);
-      perturb_fill(got_theta.data(), got_z.data(), n, 3, 6, off, 1e-3f);
-      check("perturb_fill");
-      add_scaled_f32(want_theta.data(), want_z.data(), n, -7.5e-3f);
-      perturb_gaussian_f32_ref(want_theta.data(), n, 9, 4, off, 2e-3f);
-      fill_gaussian_f32_ref(want_z.data(), n, 9, 4, off);
-      update_perturb_fill(got_theta.data(), got_z.data(), n, 9, 4, off, -7.5e-3f, 2e-3f);
-      check("update_perturb_fill");
-    }
-  }
+  for_each_size_offset([&](std::size_t n, std::uint64_t off) {
+    const std::vector<float> theta = random_theta(n, n + off + 5);
+    Guarded want_theta(n), want_z(n), got_theta(n), got_z(n);
+    std::copy(theta.begin(), theta.end(), want_theta.v.begin());
+    std::copy(theta.begin(), theta.end(), got_theta.v.begin());
+    const auto check = [&](const char* what) {
+      const std::string at = std::string(what) + " n=" + std::to_string(n) + " off=" +
+                             std::to_string(off);
+      EXPECT_EQ(first_mismatch(want_theta.data(), got_theta.data(), n), -1) << at;
+      EXPECT_EQ(first_mismatch(want_z.data(), got_z.data(), n), -1) << at;
+      EXPECT_TRUE(got_theta.guards_intact(n)) << at;
+      EXPECT_TRUE(got_z.guards_intact(n)) << at;
+    };
+    perturb_gaussian_f32_ref(want_theta.data(), n, 3, 6, off, 1e-3f);
+    fill_gaussian_f32_ref(want_z.data(), n, 3, 6, off);
+    perturb_fill(got_theta.data(), got_z.data(), n, 3, 6, off, 1e-3f);
+    check("perturb_fill");
+    add_scaled_f32(want_theta.data(), want_z.data(), n, -7.5e-3f);
+    perturb_gaussian_f32_ref(want_theta.data(), n, 9, 4, off, 2e-3f);
+    fill_gaussian_f32_ref(want_z.data(), n, 9, 4, off);
+    update_perturb_fill(got_theta.data(), got_z.data(), n, 9, 4, off, -7.5e-3f, 2e-3f);
+    check("update_perturb_fill");
+  });
 }
 
 #ifdef ZT_OPENMP
 TEST_P(PerturbPathTest, ThreadCountDoesNotChangeBits) {
   const Isa isa = GetParam();
-  if (!isa_available(isa)) GTEST_SKIP() << isa_name(isa) << " not available on this CPU";
   const std::size_t n = 107786;
   std::vector<float> want(n), theta0 = random_theta(n, 1), theta_ref = theta0;
   fill_gaussian_f32_ref(want.data(), n, 5, 1, 3);

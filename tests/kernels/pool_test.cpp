@@ -8,10 +8,6 @@
 #include <string>
 #include <vector>
 
-#ifdef ZT_OPENMP
-#include <omp.h>
-#endif
-
 #include "zotrain/kernels/pool.hpp"
 #include "../support.hpp"
 
@@ -34,22 +30,13 @@ std::vector<float> inputs(std::size_t n, unsigned seed) {
   return v;
 }
 
-// n == 0 first: an empty vector's data() may be null, which memcmp must not get.
-bool same_bits(const float* a, const float* b, std::size_t n) {
-  return n == 0 || std::memcmp(a, b, n * sizeof(float)) == 0;
-}
+using test::same_bits;
 
-struct PoolCase { int planes, h, w; };
-const PoolCase kCases[] = {{1, 2, 2}, {1, 3, 3}, {3, 1, 5}, {2, 5, 1}, {0, 4, 4},  {2, 4, 34},
+const test::PoolCase kCases[] = {{1, 2, 2}, {1, 3, 3}, {3, 1, 5}, {2, 5, 1}, {0, 4, 4},  {2, 4, 34},
                            {3, 7, 33}, {5, 9, 31}, {4, 28, 28}, {192, 28, 28}, {512, 14, 14}, {7, 6, 65},
                            {2, 4, 8},  {3, 2, 9},  {2, 3, 17}};  // output rows of 4, 4 + tail
 
-class MaxPoolF32Test : public ::testing::TestWithParam<Isa> {
- protected:
-  void SetUp() override {
-    if (!isa_available(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not available";
-  }
-};
+using MaxPoolF32Test = test::IsaTest;
 
 TEST_P(MaxPoolF32Test, SelectsTheRequestedPath) {
   if (GetParam() == Isa::kPortable) {
@@ -67,8 +54,7 @@ TEST_P(MaxPoolF32Test, SelectsTheRequestedPath) {
 TEST_P(MaxPoolF32Test, ForwardBitExactWithGuards) {
   const auto fwd = select_maxpool2x2_forward_f32(GetParam());
   for (const auto& c : kCases) {
-    const std::size_t in = static_cast<std::size_t>(c.planes) * c.h * c.w;
-    const std::size_t out = static_cast<std::size_t>(c.planes) * (c.h / 2) * (c.w / 2);
+    const std::size_t in = c.in_size(), out = c.out_size();
     const auto x = inputs(in, static_cast<unsigned>(in + 1));
     std::vector<float> y(out + kGuardTail, kGuard), want(out);
     fwd(c.planes, c.h, c.w, x.data(), y.data());
@@ -81,8 +67,7 @@ TEST_P(MaxPoolF32Test, ForwardBitExactWithGuards) {
 TEST_P(MaxPoolF32Test, BackwardBitExactWithGuards) {
   const auto bwd = select_maxpool2x2_backward_f32(GetParam());
   for (const auto& c : kCases) {
-    const std::size_t in = static_cast<std::size_t>(c.planes) * c.h * c.w;
-    const std::size_t out = static_cast<std::size_t>(c.planes) * (c.h / 2) * (c.w / 2);
+    const std::size_t in = c.in_size(), out = c.out_size();
     const auto x = inputs(in, static_cast<unsigned>(in + 2));
     std::vector<float> dy(out);
     for (std::size_t i = 0; i < out; ++i) dy[i] = 1.0f + static_cast<float>(i % 97);
@@ -120,13 +105,11 @@ TEST_P(MaxPoolF32Test, TiesNanAndSignedZero) {
 
 #ifdef ZT_OPENMP
 TEST_P(MaxPoolF32Test, BitIdenticalForAnyThreadCount) {
-  const int saved = omp_get_max_threads();
   const int planes = 512, h = 14, w = 14;
   const auto x = inputs(static_cast<std::size_t>(planes) * h * w, 3);
   std::vector<float> dy(static_cast<std::size_t>(planes) * 49, 1.5f);
   std::vector<float> y1(dy.size()), dx1(x.size());
-  for (int threads : {1, 2, 3}) {
-    omp_set_num_threads(threads);
+  test::for_thread_counts({1, 2, 3}, [&](int threads) {
     std::vector<float> y(dy.size()), dx(x.size());
     select_maxpool2x2_forward_f32(GetParam())(planes, h, w, x.data(), y.data());
     select_maxpool2x2_backward_f32(GetParam())(planes, h, w, x.data(), dy.data(), dx.data());
@@ -136,8 +119,7 @@ TEST_P(MaxPoolF32Test, BitIdenticalForAnyThreadCount) {
       EXPECT_TRUE(same_bits(y.data(), y1.data(), y.size()));
       EXPECT_TRUE(same_bits(dx.data(), dx1.data(), dx.size()));
     }
-  }
-  omp_set_num_threads(saved);
+  });
 }
 #endif
 

@@ -178,30 +178,11 @@ TEST(QuantMaxAbs, MatchesNaiveIncludingInt32MinAndThreads) {
 
 // ---- parametrised over the paths ---------------------------------------------------------------
 
-class QuantS8Test : public ::testing::TestWithParam<Isa> {
- protected:
-  void SetUp() override {
-    if (!isa_available(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not available";
-  }
-};
+using QuantS8Test = test::IsaTest;
 
 TEST_P(QuantS8Test, SelectsTheRequestedPath) {
-  if (GetParam() == Isa::kReference) {
-    EXPECT_EQ(select_requantize_s32_s8(Isa::kReference), &requantize_s32_s8_ref);
-    EXPECT_EQ(select_update_weights_s8(Isa::kReference), &update_weights_s8_ref);
-  }
-  if (GetParam() == Isa::kPortable) {
-    EXPECT_EQ(select_requantize_s32_s8(Isa::kPortable), &requantize_s32_s8_portable);
-    EXPECT_EQ(select_update_weights_s8(Isa::kPortable), &update_weights_s8_portable);
-  }
-  if (GetParam() == Isa::kNeon || GetParam() == Isa::kNeonDot) {  // available: built with NEON
-#ifdef ZT_HAVE_NEON
-    EXPECT_EQ(select_requantize_s32_s8(GetParam()), &requantize_s32_s8_neon);
-    EXPECT_EQ(select_update_weights_s8(GetParam()), &update_weights_s8_neon);
-#else
-    ADD_FAILURE() << "NEON available without NEON kernels";
-#endif
-  }
+  ZT_EXPECT_REF_PORTABLE_NEON_SELECTED(requantize_s32_s8, GetParam());
+  ZT_EXPECT_REF_PORTABLE_NEON_SELECTED(update_weights_s8, GetParam());
 }
 
 struct RequantCase {

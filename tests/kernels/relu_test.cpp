@@ -33,17 +33,9 @@ std::vector<float> inputs(std::size_t n, unsigned seed) {
   return v;
 }
 
-// n == 0 first: an empty vector's data() may be null, which memcmp must not get.
-bool same_bits(const float* a, const float* b, std::size_t n) {
-  return n == 0 || std::memcmp(a, b, n * sizeof(float)) == 0;
-}
+using test::same_bits;
 
-class ReluF32Test : public ::testing::TestWithParam<Isa> {
- protected:
-  void SetUp() override {
-    if (!isa_available(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not available";
-  }
-};
+using ReluF32Test = test::IsaTest;
 
 const std::size_t kSizes[] = {0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 65, 1000, 100003};
 

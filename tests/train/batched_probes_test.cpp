@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../support.hpp"
+#include "train_test_support.hpp"
 #include "zotrain/core/seeds.hpp"
 #include "zotrain/kernels/perturb.hpp"
 #include "zotrain/nn/lenet5.hpp"
@@ -24,12 +25,7 @@ Batch random_batch(int n, std::size_t features, int classes, std::uint64_t seed)
 }
 
 Fp32TrainerOptions options(int partition, int queries, bool batched) {
-  Fp32TrainerOptions o;
-  o.partition = partition;
-  o.batch_size = 5;
-  o.eps = 1e-2f;
-  o.grad_clip = 1e6f;  // every g as measured
-  o.queries = queries;
+  Fp32TrainerOptions o = test::zo_options(partition, 5, 1e-2f, 1e6f, queries);  // clip: every g as measured
   o.batched = batched;
   return o;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../support.hpp"
+#include "train_test_support.hpp"
 #include "zotrain/kernels/perturb.hpp"
 #include "zotrain/nn/lenet5.hpp"
 #include "zotrain/train/fp32_trainer.hpp"
@@ -28,12 +29,7 @@ Trajectory train(int partition, int queries, kernels::PerturbSource source, bool
                  const char* estimator = "two_sided", bool defer = false) {
   auto model = nn::make_lenet5(kernels::best_isa());
   model->init(7);
-  Fp32TrainerOptions o;
-  o.partition = partition;
-  o.batch_size = 6;
-  o.eps = 1e-2f;
-  o.grad_clip = 2.0f;
-  o.queries = queries;
+  Fp32TrainerOptions o = test::zo_options(partition, 6, 1e-2f, 2.0f, queries);
   o.perturbation = source;
   o.pezo.seed = 5;
   o.cache_direction = cache;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../support.hpp"
+#include "train_test_support.hpp"
 #include "zotrain/nn/lenet5.hpp"
 #include "zotrain/train/fp32_trainer.hpp"
 
@@ -24,12 +25,7 @@ struct StepResult {
 StepResult one_step(const char* estimator, int queries, float lr_zo, float eps, int partition = 4) {
   auto model = nn::make_lenet5(kernels::best_isa());
   model->init(7);
-  Fp32TrainerOptions o;
-  o.partition = partition;
-  o.batch_size = 8;
-  o.eps = eps;
-  o.grad_clip = 1e9f;
-  o.queries = queries;
+  Fp32TrainerOptions o = test::zo_options(partition, 8, eps, 1e9f, queries);
   o.estimator = config::estimator(estimator).id;
   Fp32Trainer t(*model, o);
   telemetry::PhaseTimes times;
@@ -86,13 +82,8 @@ TEST(EstimatorInTrainer, NodePerturbationStepsAlongTheGradient) {
   bp_model->init(3);
   const std::vector<float> before(zo_model->param_data(),
                                   zo_model->param_data() + zo_model->num_params());
-  Fp32TrainerOptions o;
-  o.partition = 5;
-  o.batch_size = kBatch;
-  o.eps = 1e-2f;
-  o.grad_clip = 1e9f;
+  Fp32TrainerOptions o = test::zo_options(5, kBatch, 1e-2f, 1e9f, kQueries);
   o.estimator = config::Estimator::kLayerwise;
-  o.queries = kQueries;
   o.perturbation = kernels::PerturbSource::kRademacher;
   o.node_perturbation = true;
   Fp32Trainer zo(*zo_model, o);

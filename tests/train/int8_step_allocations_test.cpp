@@ -25,11 +25,11 @@
 namespace zt::train {
 namespace {
 
-enum class Model { kLeNet5, kPointNet };
+using test::Net;
 
 struct Case {
   std::string name;
-  Model model = Model::kLeNet5;
+  Net model = Net::kLeNet5;
   int partition = 0;  // C; −1: every parametric layer (Full ZO), −2: all but the last two (Cls1)
   bool layerwise = false;
   bool nodes = false;
@@ -39,14 +39,11 @@ struct Case {
   std::size_t deep_stream_bytes = kDeepStreamBytes;
 };
 
-constexpr int kPoints = 64;
-
 // Steps as the int8 engine runs them: none allocates after the first.
 void expect_no_step_allocations(const Case& c) {
-  const bool points = c.model == Model::kPointNet;
+  const bool points = c.model == Net::kPointNet;
   const int batch = points ? 4 : 32;
-  auto fp32 = points ? nn::make_pointnet(kPoints, kernels::Isa::kReference)
-                     : nn::make_lenet5(kernels::Isa::kReference);
+  auto fp32 = test::make_net(c.model, kernels::Isa::kReference);
   auto net = nn::make_int8_net(*fp32, kernels::best_isa());
   nn::init_niti(*net, 5);
   const int L = net->num_parametric();
@@ -101,15 +98,15 @@ TEST(Int8StepAllocations, NoneAfterTheFirstStep) {
        .layerwise = true, .nodes = true, .queries = 2},
       {.name = "LeNet-5 PMT layerwise Cls1 + node perturbation q=2", .partition = -2,
        .layerwise = true, .nodes = true, .queries = 2},
-      {.name = "PointNet lean tail (ZO part)", .model = Model::kPointNet, .partition = 6,
+      {.name = "PointNet lean tail (ZO part)", .model = Net::kPointNet, .partition = 6,
        .chunk_elems = 1024 * 7},
-      {.name = "PointNet lean tail (backprop part)", .model = Model::kPointNet, .partition = 3,
+      {.name = "PointNet lean tail (backprop part)", .model = Net::kPointNet, .partition = 3,
        .chunk_elems = 1024 * 7},
-      {.name = "PointNet deep streaming", .model = Model::kPointNet, .partition = 3,
+      {.name = "PointNet deep streaming", .model = Net::kPointNet, .partition = 3,
        .chunk_elems = 1024 * 7, .deep_stream_bytes = 0},
-      {.name = "PointNet deep streaming Full BP", .model = Model::kPointNet, .partition = 0,
+      {.name = "PointNet deep streaming Full BP", .model = Net::kPointNet, .partition = 0,
        .chunk_elems = 1024 * 7, .deep_stream_bytes = 0},
-      {.name = "PointNet PMT layerwise + node perturbation q=2", .model = Model::kPointNet,
+      {.name = "PointNet PMT layerwise + node perturbation q=2", .model = Net::kPointNet,
        .partition = -1, .layerwise = true, .nodes = true, .queries = 2},
   };
   for (const Case& c : cases) expect_no_step_allocations(c);

@@ -17,10 +17,6 @@
 #include "zotrain/train/fp32_trainer.hpp"
 #include "../support.hpp"
 
-#ifdef ZT_OPENMP
-#include <omp.h>
-#endif
-
 namespace zt::train {
 namespace {
 
@@ -37,21 +33,9 @@ struct RunSpec {
   bool negative_gamma = false;  // flip γ of every odd channel of every BatchNorm
 };
 
-int set_threads(int threads) {  // returns the previous setting
-#ifdef ZT_OPENMP
-  const int before = omp_get_max_threads();
-  omp_set_num_threads(threads);
-  return before;
-#else
-  (void)threads;
-  return 1;
-#endif
-}
-
 // `steps` ZO/ElasticZO steps on random point clouds, then an evaluation pass (running
 // statistics) and a training-mode forward of the same batch.
-Result train(const RunSpec& s) {
-  const int threads_before = set_threads(s.threads);
+Result train_here(const RunSpec& s) {
   auto m = nn::make_pointnet(s.points, kernels::best_isa());
   m->init(21);
   if (s.negative_gamma)
@@ -82,8 +66,20 @@ Result train(const RunSpec& s) {
   res.eval_loss = t.evaluate(x.data(), y.data(), s.batch).loss_sum;
   const float* lg = t.logits(x.data(), s.batch);
   res.logits.assign(lg, lg + static_cast<std::size_t>(s.batch) * nn::kPointNetClasses);
-  set_threads(threads_before);
   return res;
+}
+
+// train_here on s.threads OpenMP threads.
+Result train(const RunSpec& s) {
+  Result res;
+  test::with_threads(s.threads, [&] { res = train_here(s); });
+  return res;
+}
+
+// The run of `s` on the whole-batch plan: what the lean plan must reproduce bit for bit.
+Result train_whole_batch(RunSpec s) {
+  s.plan = MemoryPlan::kWholeBatch;
+  return train(s);
 }
 
 void expect_identical(const Result& lean, const Result& whole, const std::string& what) {
@@ -105,9 +101,7 @@ TEST(LeanPlan, SameWeightsAsWholeBatchPlanSmallN) {
       RunSpec s;
       s.points = points;
       s.partition = c;
-      s.plan = MemoryPlan::kWholeBatch;
-      const Result whole = train(s);
-      s.plan = MemoryPlan::kLean;
+      const Result whole = train_whole_batch(s);
       for (int p : {32, 0}) {
         s.chunk_points = p;
         for (int threads : {1, 2}) {
@@ -126,9 +120,7 @@ TEST(LeanPlan, SameWeightsWithAveragedBackpropActivations) {
   s.partition = 6;
   s.bp = BpActivations::kAverage;
   s.chunk_points = 32;
-  s.plan = MemoryPlan::kWholeBatch;
-  const Result whole = train(s);
-  s.plan = MemoryPlan::kLean;
+  const Result whole = train_whole_batch(s);
   expect_identical(train(s), whole, "average");
 }
 
@@ -139,9 +131,7 @@ TEST(LeanPlan, SameWeightsWithNegativeBatchNormScales) {
     s.partition = c;
     s.negative_gamma = true;
     s.chunk_points = 32;
-    s.plan = MemoryPlan::kWholeBatch;
-    const Result whole = train(s);
-    s.plan = MemoryPlan::kLean;
+    const Result whole = train_whole_batch(s);
     expect_identical(train(s), whole, "negative γ, C " + std::to_string(c));
   }
 }
@@ -153,9 +143,7 @@ TEST(LeanPlan, SameWeightsAsWholeBatchPlanAtN1024) {
     s.points = 1024;
     s.batch = 2;
     s.partition = c;
-    s.plan = MemoryPlan::kWholeBatch;
-    const Result whole = train(s);
-    s.plan = MemoryPlan::kLean;
+    const Result whole = train_whole_batch(s);
     expect_identical(train(s), whole, "N 1024 C " + std::to_string(c));
     if (c == 7) {
       s.chunk_points = 32;
@@ -176,9 +164,7 @@ TEST(LeanPlan, SameWeightsWhenBackpropReachesTheStack) {
       s.batch = 8;
       s.partition = c;
       s.negative_gamma = negative;
-      s.plan = MemoryPlan::kWholeBatch;
-      const Result whole = train(s);
-      s.plan = MemoryPlan::kLean;
+      const Result whole = train_whole_batch(s);
       for (int threads : {1, 2}) {
         s.threads = threads;
         expect_identical(train(s), whole,
@@ -196,9 +182,7 @@ TEST(LeanPlan, SameWeightsWhenBackpropReachesTheStackAtN1024) {
   s.batch = 2;
   s.partition = 0;
   s.steps = 2;
-  s.plan = MemoryPlan::kWholeBatch;
-  const Result whole = train(s);
-  s.plan = MemoryPlan::kLean;
+  const Result whole = train_whole_batch(s);
   expect_identical(train(s), whole, "BP into the stack: N 1024 C 0");
 }
 

@@ -6,11 +6,23 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include "../alloc_counter.hpp"
+#include "zotrain/kernels/isa.hpp"
+#include "zotrain/nn/lenet5.hpp"
+#include "zotrain/nn/model.hpp"
+#include "zotrain/nn/pointnet.hpp"
 
 namespace zt::test {
+
+// The networks the cases train: LeNet-5, or PointNet on kPoints points.
+enum class Net { kLeNet5, kPointNet };
+inline constexpr int kPoints = 64;
+inline std::unique_ptr<nn::Model> make_net(Net net, kernels::Isa isa) {
+  return net == Net::kLeNet5 ? nn::make_lenet5(isa) : nn::make_pointnet(kPoints, isa);
+}
 
 // Runs step(k) for k = 0 (the warm-up: thread pools and the like start here) and then counts the
 // heap allocations of steps 1..counted; expects none, naming `what` and the bytes.

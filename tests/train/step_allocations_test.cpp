@@ -17,7 +17,7 @@
 namespace zt::train {
 namespace {
 
-enum class Net { kLeNet5, kPointNet };
+using test::Net;
 
 struct Fp32Case {
   std::string name;
@@ -25,15 +25,10 @@ struct Fp32Case {
   Fp32TrainerOptions o;
 };
 
-constexpr int kBatch = 8, kPoints = 64;
-
-std::unique_ptr<nn::Model> make(Net net) {
-  return net == Net::kLeNet5 ? nn::make_lenet5(kernels::best_isa())
-                             : nn::make_pointnet(kPoints, kernels::best_isa());
-}
+constexpr int kBatch = 8;
 
 void expect_no_step_allocations(const Fp32Case& c) {
-  auto model = make(c.net);
+  auto model = test::make_net(c.net, kernels::best_isa());
   model->init(3);
   Fp32Trainer t(*model, c.o);
   const test::LabelledBatch b =

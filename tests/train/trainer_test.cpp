@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../support.hpp"
+#include "train_test_support.hpp"
 #include "zotrain/core/rng.hpp"
 #include "zotrain/kernels/perturb.hpp"
 #include "zotrain/nn/activation.hpp"
@@ -216,13 +217,7 @@ struct TinyRun {
 };
 TinyRun train_tiny(int partition, int queries) {
   auto model = tiny_mlp();
-  Fp32TrainerOptions o;
-  o.partition = partition;
-  o.batch_size = 16;
-  o.eps = 1e-3f;
-  o.grad_clip = 10.0f;
-  o.queries = queries;
-  Fp32Trainer tr(*model, o);
+  Fp32Trainer tr(*model, test::zo_options(partition, 16, 1e-3f, 10.0f, queries));
   const Batch b = random_batch(16, 6, 4, 31);
   TinyRun r;
   r.before = tr.loss(b.x.data(), b.y.data(), 16);
