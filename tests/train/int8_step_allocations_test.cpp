@@ -1,6 +1,6 @@
 // No heap allocation inside an int8 training step (docs/design.md §5): every buffer a step uses
 // is reserved in the Int8Plan's arena before the first step. Each configuration runs its steps
-// as the int8 engine does (src/train/int8_engine.cpp: int8_step or int8_layerwise_step through
+// as the int8 engine does (src/run/int8_engine.cpp: int8_step or int8_layerwise_step through
 // the estimator seam), one warm-up step, then counts allocations over three more.
 #include <gtest/gtest.h>
 
