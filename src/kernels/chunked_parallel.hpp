@@ -54,23 +54,16 @@ struct Chunking {
   }
 };
 
-// Calls fn(i) for i in [0, count), over OpenMP threads (static schedule: a fixed iteration →
-// thread mapping) when `par`, else serially on the calling thread.
+// Calls fn(i) for i in [0, count), over OpenMP threads when the items hold at least
+// min_elements elements in all (and we are not inside a parallel region).
 template <class Fn>
-void for_each_index(bool par, int count, Fn fn) {
-  if (!par) {
+void for_each_item(int count, std::size_t elements, std::size_t min_elements, Fn fn) {
+  if (!go_parallel(elements, min_elements)) {
     for (int i = 0; i < count; ++i) fn(i);
     return;
   }
 #pragma omp parallel for schedule(static)
   for (int i = 0; i < count; ++i) fn(i);
-}
-
-// Calls fn(i) for i in [0, count), over OpenMP threads when the items hold at least
-// min_elements elements in all (and we are not inside a parallel region).
-template <class Fn>
-void for_each_item(int count, std::size_t elements, std::size_t min_elements, Fn fn) {
-  for_each_index(go_parallel(elements, min_elements), count, fn);
 }
 
 }  // namespace zt::kernels::detail

@@ -232,7 +232,7 @@ void direct_forward(const Tiles& tiles, const Conv2dShape& s, const float* x, co
   float* wp = scratch;
   pack_weights(d.o, d.ckk, fwd_plan(d.ow).max_ob, [&](int o, ptrdiff_t t) { return w[o * d.ckk + t]; }, wp);
   // Serially one padded buffer serves every sample; in parallel, one per slot.
-  detail::for_each_index(par, par ? slots : 1, [&](int sl) {
+  for_each(par, par ? slots : 1, [&](int sl) {
     float* xp = scratch + d.wp_sz + sl * d.fwd_slot_sz;
     zero_padded(xp, d.xp_sz);
     for (int b = sl; b < s.batch; b += (par ? slots : 1)) {
@@ -259,7 +259,7 @@ void direct_backward(const Tiles& tiles, const Conv2dShape& s, const float* x, c
       return w[o * d.ckk + c * d.kk + (d.kk - 1 - tap)];
     }, wt);
   }
-  detail::for_each_index(par, slots, [&](int sl) {
+  for_each(par, slots, [&](int sl) {
     float* dwv = slot0 + sl * d.bwd_slot_sz;  // [O, C, k, k, lanes]
     float* dbv = dwv + d.dwv_sz;               // [O, lanes]
     float* xp = dbv + d.dbv_sz;                // group × padded x
@@ -290,7 +290,7 @@ void direct_backward(const Tiles& tiles, const Conv2dShape& s, const float* x, c
   if (dw != nullptr) {
     const ptrdiff_t off = 0;
     const int n = static_cast<int>(d.o * d.ckk);
-    detail::for_each_index(par && n >= 1024, n, [&](int e) { dw[e] += reduce(off, e); });
+    for_each(par && n >= 1024, n, [&](int e) { dw[e] += reduce(off, e); });
   }
   if (db != nullptr) {
     const ptrdiff_t off = d.dwv_sz;

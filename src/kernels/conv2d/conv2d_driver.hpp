@@ -92,6 +92,17 @@ inline bool go_parallel(int work_items) {
   return detail::go_parallel(static_cast<std::size_t>(work_items), 2);
 }
 
+// Runs body(i) for i in [0, n), in parallel when `par`; the iteration → result mapping is fixed.
+template <class F>
+void for_each(bool par, int n, const F& body) {
+  if (!par) {
+    for (int i = 0; i < n; ++i) body(i);
+    return;
+  }
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < n; ++i) body(i);
+}
+
 // The direct path (conv2d_direct.cpp; taken where forward_uses_direct / backward_uses_direct)
 // and the im2col + GEMM path (conv2d_im2col.cpp), each with the scratch (floats) it needs.
 ptrdiff_t direct_forward_scratch(const Conv2dShape& s);

@@ -91,7 +91,7 @@ void gemm_forward(const Tiles& tiles, const Conv2dShape& s, const float* x, cons
   const Dims d = dims_of(s);
   const int slots = slots_of(s);
   ZT_CHECK(d.direct || scratch != nullptr);
-  detail::for_each_index(go_parallel(slots), slots, [&](int sl) {
+  for_each(go_parallel(slots), slots, [&](int sl) {
     float* col = scratch != nullptr ? scratch + sl * d.slot_sz : nullptr;
     for (int b = sl; b < s.batch; b += slots) {
       const float* xb = x + b * d.in_sz;
@@ -112,7 +112,7 @@ void gemm_backward(const Tiles& tiles, const Conv2dShape& s, const float* x, con
   const int slots = slots_of(s);
   ZT_CHECK(scratch != nullptr);
   const int ckk = static_cast<int>(d.ckk), ohw = static_cast<int>(d.ohw);
-  detail::for_each_index(go_parallel(slots), slots, [&](int sl) {
+  for_each(go_parallel(slots), slots, [&](int sl) {
     float* col = scratch + sl * d.slot_sz;
     float* dw_part = col + d.col_sz;         // [O, C·k·k]
     float* db_part = dw_part + d.o * d.ckk;  // [O]

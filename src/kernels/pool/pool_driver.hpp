@@ -24,7 +24,10 @@ void for_each_plane(int planes, int h, int w, Fn fn) {
   ZT_CHECK(planes >= 0 && h >= 0 && w >= 0);
   const std::ptrdiff_t in_sz = static_cast<std::ptrdiff_t>(h) * w;
   const std::ptrdiff_t out_sz = static_cast<std::ptrdiff_t>(h / 2) * (w / 2);
-  detail::for_each_index(go_parallel(planes, h, w), planes, [&](int p) { fn(p * in_sz, p * out_sz); });
+  const bool par = go_parallel(planes, h, w);
+  (void)par;
+#pragma omp parallel for schedule(static) if (par)
+  for (int p = 0; p < planes; ++p) fn(p * in_sz, p * out_sz);
 }
 
 // Backward of the windows [j0, ow) of one row pair in scalar code: x rows r0, r1, dy row g, dx
