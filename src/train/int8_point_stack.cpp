@@ -56,7 +56,8 @@ const std::int8_t* Int8PointStackStreamer::input_rows(int i, std::size_t r0, std
 int Int8PointStackStreamer::forward_tail(int n, int ex) {
   const int tail = plan_.tail;
   const nn::Int8Layer& l = net_.layer(tail);
-  const auto [N, K, C, rows] = point_dims(l, n);
+  const PointDims dims = point_dims(l, n);
+  const std::size_t N = dims.N, K = dims.K, C = dims.C, rows = dims.rows;
   std::int32_t* acc = plan_.acc();
   std::int32_t* mx = plan_.tail_max();
   std::uint32_t maxabs = 0;
@@ -121,7 +122,8 @@ int Int8PointStackStreamer::forward_tail(int n, int ex) {
 
 int Int8PointStackStreamer::forward_points(int i, int n, int ex) {
   const nn::Int8Layer& l = net_.layer(i);
-  const auto [N, K, C, rows] = point_dims(l, n);
+  const PointDims dims = point_dims(l, n);
+  const std::size_t K = dims.K, C = dims.C, rows = dims.rows;
   const std::size_t step = plan_.chunk_rows[static_cast<std::size_t>(i)];
   std::int8_t* y = plan_.output(i);
   std::int32_t* acc = plan_.acc();
@@ -182,7 +184,8 @@ void Int8PointStackStreamer::backward_tail(int n, const std::int8_t* e_pool, std
                                            int b_bp) {
   const int tail = plan_.tail;
   const nn::Int8Layer& l = net_.layer(tail);
-  const auto [N, K, C, rows] = point_dims(l, n);
+  const PointDims dims = point_dims(l, n);
+  const std::size_t N = dims.N, K = dims.K, C = dims.C, rows = dims.rows;
   const std::int8_t* pooled = act(tail + 2);
   std::int8_t* y = plan_.tail_chunk_output();
   std::int8_t* e = plan_.tail_chunk_error();

@@ -138,7 +138,10 @@ TEST_P(Conv2dF32Test, ForwardMatchesReference) {
   for (const auto& s : kShapes) {
     for (bool with_bias : {true, false}) {
       const Sizes n = sizes_of(s);
-      const auto [x, w, bias] = random_forward_operands(s, seed);
+      const ForwardOperands ops = random_forward_operands(s, seed);
+      const std::vector<float>& x = ops.x;
+      const std::vector<float>& w = ops.w;
+      const std::vector<float>& bias = ops.bias;
       std::vector<float> scratch(conv2d_scratch_floats(s) + 1);
       auto y = with_guard(std::vector<float>(n.y, 1e30f)), want = y;
       f_.fwd(s, x.data(), w.data(), with_bias ? bias.data() : nullptr, y.data(), scratch.data());
@@ -230,7 +233,10 @@ TEST_P(Conv2dF32Test, SweepKernelsPaddingsAndWidths) {
         if (s.out_h() < 1) continue;
         ++cases;
         const Sizes n = sizes_of(s);
-        const auto [x, w, bias] = random_forward_operands(s, seed);
+        const ForwardOperands ops = random_forward_operands(s, seed);
+        const std::vector<float>& x = ops.x;
+        const std::vector<float>& w = ops.w;
+        const std::vector<float>& bias = ops.bias;
         const auto dy = random_vec(n.y, seed++);
         const std::size_t sn = conv2d_scratch_floats(s);
         auto scratch = with_guard(std::vector<float>(sn, 3.0f));
@@ -263,7 +269,10 @@ TEST_P(Conv2dF32Test, ForwardIndependentOfBatchSplit) {
   unsigned seed = 3100;
   for (const auto& s : shapes) {
     const Sizes n = sizes_of(s);
-    const auto [x, w, bias] = random_forward_operands(s, seed);
+    const ForwardOperands ops = random_forward_operands(s, seed);
+    const std::vector<float>& x = ops.x;
+    const std::vector<float>& w = ops.w;
+    const std::vector<float>& bias = ops.bias;
     std::vector<float> scratch(conv2d_scratch_floats(s));
     std::vector<float> y_all(n.y), y_one(n.y), y_chunk(n.y);
     f_.fwd(s, x.data(), w.data(), bias.data(), y_all.data(), scratch.data());
@@ -295,7 +304,10 @@ TEST_P(Conv2dF32Test, BitIdenticalForAnyThreadCount) {
   unsigned seed = 4242;
   for (const auto& s : shapes) {
     const Sizes n = sizes_of(s);
-    const auto [x, w, bias] = random_forward_operands(s, seed);
+    const ForwardOperands ops = random_forward_operands(s, seed);
+    const std::vector<float>& x = ops.x;
+    const std::vector<float>& w = ops.w;
+    const std::vector<float>& bias = ops.bias;
     const auto dy = random_vec(n.y, seed++);
     std::vector<float> scratch(conv2d_scratch_floats(s));
     std::vector<float> y1, dx1, dw1, db1;
