@@ -257,7 +257,10 @@ TEST_P(PerturbS8Test, BitExactAgainstReferenceWithGuardsAndThreads) {
   const auto perturb = select_perturb_s8(GetParam());
   const auto update = select_zo_update_s8(GetParam());
   for_each_sweep_case(1000, 300, [&](const SweepCase& c) {
-    const auto& [n, first, st, theta0] = c;
+    const std::size_t n = c.n;
+    const std::uint32_t first = c.first;
+    const Setting& st = c.st;
+    const std::vector<std::int8_t>& theta0 = c.theta0;
     auto want_p = theta0, want_u = theta0;
     perturb_s8_ref(want_p.data(), n, first, st.p, st.k);
     zo_update_s8_ref(want_u.data(), n, first, st.p, st.g, st.b_zo);
@@ -287,7 +290,10 @@ TEST_P(PerturbS8Test, CachedDirectionEqualsRegenerating) {
   const auto perturb = select_perturb_cached_s8(GetParam());
   const auto update = select_zo_update_cached_s8(GetParam());
   for_each_sweep_case(2000, 500, [&](const SweepCase& c) {
-    const auto& [n, first, st, theta0] = c;
+    const std::size_t n = c.n;
+    const std::uint32_t first = c.first;
+    const Setting& st = c.st;
+    const std::vector<std::int8_t>& theta0 = c.theta0;
     std::vector<std::int8_t> want_z(n);
     perturbation_s8(st.p, first, n, want_z.data());
     auto want_p = theta0, want_u = theta0, want_m = theta0;
