@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "zotrain/run/prefetch.hpp"
@@ -20,6 +21,15 @@ constexpr std::size_t kFloats = 7;
 float value(int epoch, int index, std::size_t k) {
   return static_cast<float>(epoch * 1000 + index * 10) + static_cast<float>(k);
 }
+// The same value as a raw byte (its low 8 bits) or as a float.
+template <class T>
+T as(float v) {
+  if constexpr (std::is_same_v<T, std::uint8_t>) {
+    return static_cast<std::uint8_t>(static_cast<std::uint32_t>(v) % 256U);
+  } else {
+    return v;
+  }
+}
 
 class Counting final : public BatchSource {
  public:
@@ -33,7 +43,7 @@ class Counting final : public BatchSource {
   }
   int fill_raw(int index, std::uint8_t* raw, std::uint8_t* labels) override {
     for (std::size_t k = 0; k < kFloats * kBatch; ++k)
-      raw[k] = static_cast<std::uint8_t>(value(epoch_, index, k));
+      raw[k] = as<std::uint8_t>(value(epoch_, index, k));
     for (int s = 0; s < kBatch; ++s) labels[s] = static_cast<std::uint8_t>(index + s);
     return kBatch;
   }
@@ -46,7 +56,7 @@ template <class T>
 void expect_batch(const BatchSource::View<T>& v, int epoch, int index) {
   ASSERT_EQ(v.n, kBatch);
   for (std::size_t k = 0; k < kFloats * kBatch; ++k)
-    ASSERT_EQ(v.x[k], static_cast<T>(value(epoch, index, k))) << "epoch " << epoch << " batch " << index;
+    ASSERT_EQ(v.x[k], as<T>(value(epoch, index, k))) << "epoch " << epoch << " batch " << index;
   for (int s = 0; s < kBatch; ++s) ASSERT_EQ(v.labels[s], index + s);
 }
 
