@@ -13,6 +13,9 @@ class CountAllocations {
   ~CountAllocations();
   CountAllocations(const CountAllocations&) = delete;
   CountAllocations& operator=(const CountAllocations&) = delete;
+  // False where the counting operator new cannot be installed (ThreadSanitizer's runtime defines
+  // its own): nothing is counted there, and the tests that rely on it skip.
+  static bool available();
   // Allocations and bytes since construction.
   std::size_t count() const;
   std::size_t bytes() const;
