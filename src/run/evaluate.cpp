@@ -35,12 +35,15 @@ int run_eval(const EvalRequest& req) {
                                        ? make_int8_engine(cfg, batch, 1)
                                        : make_fp32_engine(cfg, batch, 1);
   check_checkpoint(file, ckpt, cfg, engine->partition());
-  engine->load(file, ckpt);
+  engine->load(file, ckpt);  // dtypes and shapes by name, finite values, no unknown tensors
+  const RunState st = restore_run_state(file, ckpt);  // metadata that contradicts itself: refused
   const std::string root = config::resolve_path(cfg, cfg.data.root);
   if (req.validation && !cfg.data.validation)
     throw Error(ckpt + ": --validation needs data.validation (the number of training samples " +
                 "held out), which the run's config does not set; add --set data.validation=N");
   RunData rd = load_run_data(cfg, root, batch, engine->input_floats(), seeds::data(cfg.seed));
+  if (req.config_path.empty() && req.overrides.empty())  // the run's own data and batch size
+    check_run_state(st, ckpt, cfg, rd.train->batches_per_epoch(), batch);
   const EvalResult ev = engine->evaluate(req.validation ? *rd.val : *rd.test);
   const char* split = req.validation ? "validation" : "test";
   const int samples = req.validation ? rd.val_count : rd.test_count;

@@ -73,9 +73,13 @@ int run_experiment(const RunRequest& req) {
   folder.check();
   TensorFile resume_file;
   std::string optimizer_read;
+  RunState st;
   if (req.resume) {
     resume_file = read_safetensors(folder.checkpoint_path());
-    check_checkpoint(resume_file, folder.checkpoint_path(), cfg, C);  // before its optimizer file
+    // The checkpoint's model and run state, before the optimizer file it names.
+    check_checkpoint(resume_file, folder.checkpoint_path(), cfg, C);
+    st = restore_run_state(resume_file, folder.checkpoint_path());
+    check_run_state(st, folder.checkpoint_path(), cfg, rd.train->batches_per_epoch(), batch);
     optimizer_read = read_optimizer_state(resume_file, folder.checkpoint_path());
   }
   TensorFile init_file;
@@ -85,12 +89,10 @@ int run_experiment(const RunRequest& req) {
   }
   // The checkpoint's tensors go into the engine before the output directory is touched, so one
   // that does not fit the model is refused with nothing written.
-  RunState st;
   const std::string source = req.resume ? folder.checkpoint_path() : req.init_from;
   try {
     if (req.resume) {
       engine->load(resume_file, source);
-      st = restore_run_state(resume_file, source);
     } else if (!req.init_from.empty()) {
       engine->init_from(init_file, source);
     }

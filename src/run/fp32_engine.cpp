@@ -1,6 +1,8 @@
 // The FP32 engine: Fp32Trainer on a Model (docs/design.md §4).
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -32,6 +34,9 @@ std::vector<std::uint8_t> float_bytes(const float* p, std::size_t n) {
   std::memcpy(b.data(), p, b.size());
   return b;
 }
+
+// BatchNorm's running variance: its values are ≥ 0 as well as finite.
+bool is_variance(const std::string& name) { return name.ends_with(".running_var"); }
 
 class Fp32Engine final : public Engine {
  public:
@@ -176,17 +181,28 @@ class Fp32Engine final : public Engine {
 
   void load(const TensorFile& f, const std::string& path) override {
     trainer_->discard_deferred();
+    std::vector<std::string> known;
     for (const auto& list : {model_->params(), model_->buffers()})
       for (nn::ParamTensor* p : list) {
-        const StoredTensor& t = checkpoint_tensor(f, p->name, "F32", p->size(), path);
+        const StoredTensor& t =
+            checkpoint_tensor(f, p->name, "F32", p->shape, path, is_variance(p->name));
         std::memcpy(p->data, t.bytes.data(), t.bytes.size());
+        known.push_back(p->name);
       }
-    if (trainer_->adam_m() == nullptr) return;
-    for (const char* key : {"optimizer.adam.m", "optimizer.adam.v"}) {
-      const StoredTensor& t = checkpoint_tensor(f, key, "F32", trainer_->bp_params(), path);
-      float* dst = std::strcmp(key, "optimizer.adam.m") == 0 ? trainer_->adam_m() : trainer_->adam_v();
-      std::memcpy(dst, t.bytes.data(), t.bytes.size());
+    if (trainer_->adam_m() != nullptr) {
+      const std::vector<int> shape = {static_cast<int>(trainer_->bp_params())};
+      for (const char* key : {"optimizer.adam.m", "optimizer.adam.v"}) {
+        const bool v = std::strcmp(key, "optimizer.adam.v") == 0;
+        const StoredTensor& t = checkpoint_tensor(f, key, "F32", shape, path, v);
+        std::memcpy(v ? trainer_->adam_v() : trainer_->adam_m(), t.bytes.data(), t.bytes.size());
+        known.push_back(key);
+      }
     }
+    refuse_unknown_tensors(f, known,
+                           std::string(config::name(cfg_.model.arch)) + " fp32 with optimizer " +
+                               std::string(config::name(cfg_.optimizer.name)),
+                           path);
+    if (trainer_->adam_m() == nullptr) return;
     const std::string& adam_t = checkpoint_meta(f, "adam_t", path);
     if (adam_t.empty() || adam_t.size() > 18 ||
         adam_t.find_first_not_of("0123456789") != std::string::npos)
@@ -202,29 +218,39 @@ class Fp32Engine final : public Engine {
       auto it = f.tensors.find(p->name);
       if (it != f.tensors.end() && it->second.dtype == "I8") {
         if (!int8) int8 = nn::make_int8_net(*model_, kernels::Isa::kReference);
+        bool found = false;
         for (int i = 0; i < int8->size(); ++i) {
           nn::Int8Layer& l = int8->layer(i);
-          if (l.name + ".weight" != p->name) continue;
-          const StoredTensor& t = checkpoint_tensor(f, p->name, "I8", l.weight_count, path);
-          const StoredTensor& e = checkpoint_tensor(f, p->name + ".exponent", "I32", 1, path);
+          if (!l.parametric() || l.name + ".weight" != p->name) continue;
+          const StoredTensor& t = checkpoint_tensor(f, p->name, "I8", l.weight_shape, path);
+          l.exponent = checkpoint_exponent(f, p->name + ".exponent", path);
           std::memcpy(int8->weights_of(i), t.bytes.data(), t.bytes.size());
-          std::memcpy(&l.exponent, e.bytes.data(), 4);
           nn::dequantize_weights(*int8, i, p->data);
+          found = true;
         }
-        continue;
+        if (found) continue;  // (an I8 tensor the int8 network does not have is refused below)
       }
       if (it == f.tensors.end() && int8 && p->name.ends_with(".bias")) {
         std::fill(p->data, p->data + p->size(), 0.0f);
         continue;
       }
-      const StoredTensor& t = checkpoint_tensor(f, p->name, "F32", p->size(), path);
+      const StoredTensor& t = checkpoint_tensor(f, p->name, "F32", p->shape, path);
       std::memcpy(p->data, t.bytes.data(), t.bytes.size());
     }
     for (nn::ParamTensor* b : model_->buffers())  // running statistics, when the source has them
       if (f.tensors.count(b->name) != 0) {
-        const StoredTensor& t = checkpoint_tensor(f, b->name, "F32", b->size(), path);
+        const StoredTensor& t = checkpoint_tensor(f, b->name, "F32", b->shape, path, is_variance(b->name));
         std::memcpy(b->data, t.bytes.data(), t.bytes.size());
       }
+    // Nothing else: the names of an FP32 checkpoint of this model and of an int8 one.
+    std::vector<std::string> known;
+    for (const auto& list : {model_->params(), model_->buffers()})
+      for (nn::ParamTensor* p : list) {
+        known.push_back(p->name);
+        if (p->name.ends_with(".weight")) known.push_back(p->name + ".exponent");
+      }
+    refuse_unknown_tensors(f, known, std::string(config::name(cfg_.model.arch)) + " fp32 or int8",
+                           path);
   }
 
  private:
@@ -245,24 +271,80 @@ std::unique_ptr<Engine> make_fp32_engine(const config::ExperimentConfig& cfg, in
   return std::make_unique<Fp32Engine>(cfg, batch, threads, isa);
 }
 
+namespace {
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string s;
+  for (std::int64_t d : shape) s += (s.empty() ? "" : ", ") + std::to_string(d);
+  return "[" + s + "]";
+}
+
+// Element `i` of a row-major tensor of `shape` as an index, e.g. [0, 2, 3, 1].
+std::string index_text(std::size_t i, const std::vector<std::int64_t>& shape) {
+  std::vector<std::int64_t> at(shape.size());
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    const auto n = static_cast<std::size_t>(shape[d]);
+    at[d] = static_cast<std::int64_t>(i % n);
+    i /= n;
+  }
+  return shape_text(at);
+}
+
+}  // namespace
+
 const StoredTensor& checkpoint_tensor(const TensorFile& f, const std::string& name,
-                                      const std::string& dtype, std::size_t numel,
-                                      const std::string& path) {
+                                      const std::string& dtype, const std::vector<int>& shape,
+                                      const std::string& path, bool non_negative) {
   auto it = f.tensors.find(name);
   if (it == f.tensors.end()) throw Error(path + ": checkpoint has no tensor '" + name + "'");
   const StoredTensor& t = it->second;
-  std::size_t count = 1;
-  for (std::int64_t d : t.shape) count *= static_cast<std::size_t>(d);
-  if (t.dtype != dtype || count != numel)
-    throw Error(path + ": tensor '" + name + "' is " + t.dtype + " with " + std::to_string(count) +
-                " elements; the model expects " + dtype + " with " + std::to_string(numel));
+  const std::vector<std::int64_t> want(shape.begin(), shape.end());
+  if (t.dtype != dtype || t.shape != want)
+    throw Error(path + ": tensor '" + name + "' is " + t.dtype + " " + shape_text(t.shape) +
+                "; the model expects " + dtype + " " + shape_text(want));
+  check_tensor_values(t, name, path, non_negative);
+  return t;
+}
+
+void check_tensor_values(const StoredTensor& t, const std::string& name, const std::string& path,
+                         bool non_negative) {
   // Int8 tensors hold values in [−127, 127] (the NITI range; the int8 products rely on it).
-  if (dtype == "I8")
+  if (t.dtype == "I8")
     for (std::size_t i = 0; i < t.bytes.size(); ++i)
       if (static_cast<std::int8_t>(t.bytes[i]) == -128)
         throw Error(path + ": tensor '" + name + "' holds −128 at element " + std::to_string(i) +
                     "; int8 values must be in [−127, 127]");
-  return t;
+  // A NaN or infinite weight, statistic or moment would only show later, as a NaN loss blamed on
+  // the learning rate.
+  if (t.dtype == "F32")
+    for (std::size_t i = 0; i < t.bytes.size() / 4; ++i) {
+      float v;
+      std::memcpy(&v, t.bytes.data() + 4 * i, 4);
+      if (std::isfinite(v) && !(non_negative && v < 0)) continue;
+      throw Error(path + ": tensor '" + name + "' holds " + fmt::format("{}", v) + " at element " +
+                  std::to_string(i) + " " + index_text(i, t.shape) + "; " +
+                  (std::isfinite(v) ? "its values must be >= 0" : "checkpoint values must be finite"));
+    }
+}
+
+int checkpoint_exponent(const TensorFile& f, const std::string& name, const std::string& path) {
+  const StoredTensor& t = checkpoint_tensor(f, name, "I32", {1}, path);
+  std::int32_t e;
+  std::memcpy(&e, t.bytes.data(), 4);
+  // quantize_weights gives ceil(log2(max|w| / 127)) for a finite float max|w|: about −156..122.
+  constexpr std::int32_t kMin = -160, kMax = 128;
+  if (e < kMin || e > kMax)
+    throw Error(path + ": tensor '" + name + "' holds exponent " + std::to_string(e) +
+                "; int8 weight exponents must be in [" + std::to_string(kMin) + ", " +
+                std::to_string(kMax) + "]");
+  return e;
+}
+
+void refuse_unknown_tensors(const TensorFile& f, const std::vector<std::string>& known,
+                            const std::string& model, const std::string& path) {
+  for (const auto& [name, t] : f.tensors)
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      throw Error(path + ": tensor '" + name + "' is not a tensor of this model (" + model + ")");
 }
 
 const std::string& checkpoint_meta(const TensorFile& f, const std::string& key,

@@ -45,7 +45,9 @@ class Int8Engine final : public Engine {
       : cfg_(cfg), batch_(batch), fp32_(nn::make_model(cfg.model.arch, kernels::Isa::kReference, static_cast<int>(cfg.data.points))) {
     net_ = nn::make_int8_net(*fp32_, isa, cfg.int8.batchnorm);
     macs_ = fp32_->forward_macs_per_sample();
-    fp32_.reset();  // only its layer sequence was needed
+    for (const auto& list : {fp32_->params(), fp32_->buffers()})
+      for (const nn::ParamTensor* p : list) fp32_names_.push_back(p->name);
+    fp32_.reset();  // only its layer sequence (and its tensors' names) was needed
     c_ = config::resolve_partition(cfg.method, net_->num_parametric());
     nn::init_niti(*net_, cfg.seed);
     Int8TrainerOptions o;
@@ -228,22 +230,34 @@ class Int8Engine final : public Engine {
     }
   }
 
-  void load(const TensorFile& f, const std::string& path) override { load_int8(f, path); }
+  void load(const TensorFile& f, const std::string& path) override {
+    load_int8(f, path);
+    refuse_unknown_tensors(f, int8_names(), std::string(config::name(cfg_.model.arch)) + " int8",
+                           path);
+  }
 
   void init_from(const TensorFile& f, const std::string& path) override {
-    bool any_f32 = false;
+    // An FP32 checkpoint (any parametric weight F32): every weight quantised, the rest dropped.
+    bool fp32 = false;
     for (int i = 0; i < net_->size(); ++i) {
       const nn::Int8Layer& l = net_->layer(i);
       auto it = f.tensors.find(l.name + ".weight");
-      if (l.parametric() && it != f.tensors.end() && it->second.dtype == "F32") {
-        const StoredTensor& t = checkpoint_tensor(f, l.name + ".weight", "F32", l.weight_count, path);
-        std::vector<float> w(l.weight_count);
-        std::memcpy(w.data(), t.bytes.data(), t.bytes.size());
-        nn::quantize_weights(*net_, i, w.data());
-        any_f32 = true;
-      }
+      fp32 = fp32 || (l.parametric() && it != f.tensors.end() && it->second.dtype == "F32");
     }
-    if (!any_f32) load_int8(f, path);
+    for (int i = 0; fp32 && i < net_->size(); ++i) {
+      const nn::Int8Layer& l = net_->layer(i);
+      if (!l.parametric()) continue;
+      const StoredTensor& t = checkpoint_tensor(f, l.name + ".weight", "F32", l.weight_shape, path);
+      std::vector<float> w(l.weight_count);
+      std::memcpy(w.data(), t.bytes.data(), t.bytes.size());
+      nn::quantize_weights(*net_, i, w.data());
+    }
+    if (!fp32) load_int8(f, path);
+    // Nothing else: the names of an int8 checkpoint of this model and of an FP32 one.
+    std::vector<std::string> known = int8_names();
+    known.insert(known.end(), fp32_names_.begin(), fp32_names_.end());
+    refuse_unknown_tensors(f, known, std::string(config::name(cfg_.model.arch)) + " int8 or fp32",
+                           path);
   }
 
  private:
@@ -283,16 +297,27 @@ class Int8Engine final : public Engine {
     for (int i = 0; i < net_->size(); ++i) {
       nn::Int8Layer& l = net_->layer(i);
       if (!l.parametric()) continue;
-      const StoredTensor& t = checkpoint_tensor(f, l.name + ".weight", "I8", l.weight_count, path);
-      const StoredTensor& e = checkpoint_tensor(f, l.name + ".weight.exponent", "I32", 1, path);
+      const StoredTensor& t = checkpoint_tensor(f, l.name + ".weight", "I8", l.weight_shape, path);
+      l.exponent = checkpoint_exponent(f, l.name + ".weight.exponent", path);
       std::memcpy(net_->weights_of(i), t.bytes.data(), t.bytes.size());
-      std::memcpy(&l.exponent, e.bytes.data(), 4);
     }
+  }
+
+  // The tensors of an int8 checkpoint of this network.
+  std::vector<std::string> int8_names() const {
+    std::vector<std::string> names;
+    for (int i = 0; i < net_->size(); ++i)
+      if (net_->layer(i).parametric()) {
+        names.push_back(net_->layer(i).name + ".weight");
+        names.push_back(net_->layer(i).name + ".weight.exponent");
+      }
+    return names;
   }
 
   config::ExperimentConfig cfg_;
   int batch_, c_ = 0;
   std::unique_ptr<nn::Model> fp32_;  // the layer sequence the int8 network mirrors
+  std::vector<std::string> fp32_names_;  // its parameters and buffers (--init-from an FP32 file)
   std::size_t macs_ = 0;
   std::unique_ptr<nn::Int8Net> net_;
   std::unique_ptr<Int8Trainer> trainer_;

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -404,22 +407,22 @@ TEST(Experiment, RefusedCheckpointsLeaveNothingWritten) {
   const auto out = fresh_dir("refuse-init");
   RunRequest init = tiny(out.string());
   init.init_from = other;
-  expect_refused(init, other, "tensor 'conv1.weight' is F32 with 2 elements");
+  expect_refused(init, other, "tensor 'conv1.weight' is F32 [2]; the model expects F32 [6, 1, 5, 5]");
   EXPECT_FALSE(fs::exists(out));
 
   // --init-from and --resume of a checkpoint in a later format.
   f = read_safetensors((src / "checkpoint.safetensors").string());
-  f.metadata["format"] = "zotrain-checkpoint-2";
+  f.metadata["format"] = "zotrain-checkpoint-9";
   f.metadata["zotrain_version"] = "9.0.0";
   const auto later = fresh_dir("refuse-later");
   fs::copy(src, later);
   write_safetensors((later / "checkpoint.safetensors").string(), f);
   init.init_from = (later / "checkpoint.safetensors").string();
-  expect_refused(init, init.init_from, "format 'zotrain-checkpoint-2' (written by zotrain 9.0.0)");
+  expect_refused(init, init.init_from, "format 'zotrain-checkpoint-9' (written by zotrain 9.0.0)");
   EXPECT_FALSE(fs::exists(out));
   const auto before = read_all(later);
   expect_refused(resume_without_limit(later), (later / "checkpoint.safetensors").string(),
-                 "format 'zotrain-checkpoint-2' (written by zotrain 9.0.0) is not the format");
+                 "format 'zotrain-checkpoint-9' (written by zotrain 9.0.0) is not the format");
   EXPECT_EQ(read_all(later), before);
 
   // A checkpoint of this format without zotrain_version (written before it was recorded) resumes.
@@ -427,6 +430,244 @@ TEST(Experiment, RefusedCheckpointsLeaveNothingWritten) {
   f.metadata.erase("zotrain_version");
   write_safetensors((later / "checkpoint.safetensors").string(), f);
   EXPECT_EQ(run_experiment(resume_without_limit(later)), 0);
+}
+
+// The message of the zt::Error `f` throws ("" when it throws none, so the checks below fail).
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void expect_says(const std::string& error, const std::vector<std::string>& words) {
+  EXPECT_FALSE(error.empty()) << "accepted";
+  for (const std::string& w : words) EXPECT_NE(error.find(w), std::string::npos) << error << "\n  lacks: " << w;
+}
+
+void set_float(StoredTensor& t, std::size_t i, float v) { std::memcpy(t.bytes.data() + 4 * i, &v, 4); }
+
+struct Forgery {
+  std::string name;
+  std::function<void(TensorFile&)> change;
+  std::vector<std::string> words;  // what the error must say besides the file
+};
+
+// Each forgery of the checkpoint of run `src` is refused by --resume (its run directory, left as
+// it was), --init-from (into a run of `init_sets`: no output directory) and zotrain eval.
+void expect_forgeries_refused(const fs::path& src, const std::vector<std::string>& init_sets,
+                              const std::vector<Forgery>& forgeries) {
+  for (const Forgery& forgery : forgeries) {
+    SCOPED_TRACE(forgery.name);
+    const auto d = fresh_dir("forged-" + forgery.name);
+    fs::copy(src, d);
+    const std::string ckpt = (d / "checkpoint.safetensors").string();
+    TensorFile f = read_safetensors(ckpt);
+    forgery.change(f);
+    write_safetensors(ckpt, f);
+    const auto before = fs::last_write_time(ckpt);
+    std::vector<std::string> words = forgery.words;
+    words.push_back(ckpt);
+    expect_says(error_of([&] { run_experiment(resume_without_limit(d)); }), words);
+    EXPECT_EQ(fs::last_write_time(ckpt), before);
+
+    const auto out = fresh_dir("forged-init-" + forgery.name);
+    RunRequest init = tiny(out.string(), init_sets);
+    init.init_from = ckpt;
+    expect_says(error_of([&] { run_experiment(init); }), words);
+    EXPECT_FALSE(fs::exists(out));
+
+    EvalRequest eval;
+    eval.target = ckpt;
+    expect_says(error_of([&] { run_eval(eval); }), words);
+  }
+}
+
+// A checkpoint whose header is consistent with its bytes but not with the model — a transposed
+// shape, a tensor missing or one the model does not have — or whose values are not finite, is
+// refused by --resume, --init-from and zotrain eval, naming the file, the tensor and the expected
+// and found dtype and shape (or the first bad element).
+TEST(Experiment, CheckpointTensorsAreCheckedByNameShapeAndValue) {
+  const auto src = fresh_dir("meaning-source");
+  ASSERT_EQ(run_experiment(tiny(src.string(), {"train.max_steps=2"})), 0);
+  expect_forgeries_refused(
+      src, {},
+      {{"transposed", [](TensorFile& f) { f.tensors["fc1.weight"].shape = {784, 120}; },
+        {"tensor 'fc1.weight' is F32 [784, 120]; the model expects F32 [120, 784]"}},
+       {"conv-shape", [](TensorFile& f) { f.tensors["conv2.weight"].shape = {16, 6, 25, 1}; },
+        {"tensor 'conv2.weight' is F32 [16, 6, 25, 1]; the model expects F32 [16, 6, 5, 5]"}},
+       {"dtype", [](TensorFile& f) { f.tensors["fc3.bias"] = StoredTensor{"I32", {10}, f.tensors["fc3.bias"].bytes}; },
+        {"tensor 'fc3.bias' is I32 [10]; the model expects F32 [10]"}},
+       {"nan", [](TensorFile& f) { set_float(f.tensors["conv2.weight"], 37, NAN); },
+        {"tensor 'conv2.weight' holds nan at element 37 [0, 1, 2, 2]", "must be finite"}},
+       {"inf", [](TensorFile& f) { set_float(f.tensors["fc3.bias"], 9, -INFINITY); },
+        {"tensor 'fc3.bias' holds -inf at element 9 [9]", "must be finite"}},
+       {"missing", [](TensorFile& f) { f.tensors.erase("fc2.bias"); }, {"no tensor 'fc2.bias'"}},
+       {"unknown", [](TensorFile& f) { f.tensors["fc4.weight"] = f.tensors["fc3.weight"]; },
+        {"tensor 'fc4.weight' is not a tensor of this model (lenet5"}}});
+}
+
+// The same for an int8 checkpoint: resumed, evaluated, and converted by --init-from into an FP32
+// run (the dimensions are checked there too), including an exponent out of the float range.
+TEST(Experiment, Int8CheckpointTensorsAreCheckedByNameShapeAndValue) {
+  const std::vector<std::string> int8 = {"model.precision=int8", "optimizer.name=sgd",
+                                         "method.name=full_bp"};
+  auto sets = int8;
+  sets.push_back("train.max_steps=1");
+  const auto src = fresh_dir("meaning-int8-source");
+  ASSERT_EQ(run_experiment(tiny(src.string(), sets)), 0);
+  expect_forgeries_refused(
+      src, {"method.name=full_bp", "optimizer.name=sgd"},
+      {{"int8-transposed", [](TensorFile& f) { f.tensors["fc2.weight"].shape = {120, 84}; },
+        {"tensor 'fc2.weight' is I8 [120, 84]; the model expects I8 [84, 120]"}},
+       {"int8-exponent", [](TensorFile& f) { f.tensors["fc1.weight.exponent"].bytes = {0, 0, 0, 0x40}; },
+        {"tensor 'fc1.weight.exponent' holds exponent 1073741824", "[-160, 128]"}},
+       {"int8-missing", [](TensorFile& f) { f.tensors.erase("conv1.weight.exponent"); },
+        {"no tensor 'conv1.weight.exponent'"}},
+       {"int8-unknown", [](TensorFile& f) { f.tensors["conv1.weight.scale"] = f.tensors["conv1.weight.exponent"]; },
+        {"tensor 'conv1.weight.scale' is not a tensor of this model (lenet5"}}});
+
+  // --init-from an FP32 checkpoint with a transposed weight into an int8 run (quantised there).
+  const auto fp32 = fresh_dir("meaning-fp32-for-int8");
+  ASSERT_EQ(run_experiment(tiny(fp32.string(), {"train.max_steps=1"})), 0);
+  TensorFile f = read_safetensors((fp32 / "checkpoint.safetensors").string());
+  f.tensors["fc1.weight"].shape = {784, 120};
+  const std::string forged = (fresh_dir("meaning-fp32-transposed") += ".safetensors").string();
+  write_safetensors(forged, f);
+  const auto out = fresh_dir("meaning-int8-init");
+  RunRequest init = tiny(out.string(), sets);
+  init.init_from = forged;
+  expect_says(error_of([&] { run_experiment(init); }),
+              {forged, "tensor 'fc1.weight' is F32 [784, 120]; the model expects F32 [120, 784]"});
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// The optimizer file: its values must be finite (Adam's v also >= 0), and it must be the one
+// written with the checkpoint — one of another run at the same step (same step, other weights)
+// is refused naming both files. A checkpoint of format 1 (optimizer tied by the step alone)
+// still resumes.
+TEST(Experiment, ResumeChecksTheOptimizerStateBelongsToTheCheckpoint) {
+  const auto src = fresh_dir("opt-source");
+  ASSERT_EQ(run_experiment(tiny(src.string(), {"train.max_steps=2", "optimizer.name=adam"})), 0);
+  const auto other = fresh_dir("opt-other-run");
+  ASSERT_EQ(run_experiment(tiny(other.string(), {"train.max_steps=2", "optimizer.name=adam", "seed=2"})), 0);
+
+  struct Case {
+    std::string name;
+    std::function<void(const fs::path&)> change;  // of the copy of the run
+    std::vector<std::string> words;
+  };
+  const auto edit_optimizer = [](const std::function<void(TensorFile&)>& change) {
+    return [change](const fs::path& d) {
+      const std::string opt = (d / "optimizer.safetensors").string();
+      TensorFile f = read_safetensors(opt);
+      change(f);
+      write_safetensors(opt, f);
+    };
+  };
+  const std::vector<Case> cases = {
+      {"opt-inf", edit_optimizer([](TensorFile& f) { set_float(f.tensors["optimizer.adam.m"], 5, INFINITY); }),
+       {"optimizer.safetensors: tensor 'optimizer.adam.m' holds inf at element 5"}},
+      {"opt-nan", edit_optimizer([](TensorFile& f) { set_float(f.tensors["optimizer.adam.v"], 0, NAN); }),
+       {"optimizer.safetensors: tensor 'optimizer.adam.v' holds nan at element 0"}},
+      {"opt-negative", edit_optimizer([](TensorFile& f) { set_float(f.tensors["optimizer.adam.v"], 3, -1.0f); }),
+       {"optimizer.safetensors: tensor 'optimizer.adam.v' holds -1 at element 3", ">= 0"}},
+      {"opt-transposed", edit_optimizer([](TensorFile& f) {
+         const std::int64_t n = f.tensors["optimizer.adam.m"].shape[0];
+         f.tensors["optimizer.adam.m"].shape = {1, n};
+       }),
+       {"tensor 'optimizer.adam.m' is F32 [1, "}},
+      {"opt-from-other-run",
+       [&](const fs::path& d) {
+         fs::copy_file(other / "optimizer.safetensors", d / "optimizer.safetensors",
+                       fs::copy_options::overwrite_existing);
+       },
+       {"optimizer.safetensors: optimizer state of other weights (weights digest ",
+        "checkpoint.safetensors holds weights digest ", "both of step 2"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto d = fresh_dir(c.name);
+    fs::copy(src, d);
+    c.change(d);
+    const auto before = fs::last_write_time(d / "optimizer.safetensors");
+    std::vector<std::string> words = c.words;
+    words.push_back(d.string() + "/");  // (the file named: the optimizer file or the checkpoint)
+    expect_says(error_of([&] { run_experiment(resume_without_limit(d)); }), words);
+    EXPECT_EQ(fs::last_write_time(d / "optimizer.safetensors"), before);
+  }
+
+  // Format 1: no weights digest in either file; the step ties them.
+  const auto legacy = fresh_dir("opt-format-1");
+  fs::copy(src, legacy);
+  for (const char* name : {"checkpoint.safetensors", "optimizer.safetensors"}) {
+    const std::string path = (legacy / name).string();
+    TensorFile f = read_safetensors(path);
+    ASSERT_TRUE(f.metadata.count("weights_digest")) << name;
+    f.metadata.erase("weights_digest");
+    if (f.metadata.count("format")) f.metadata["format"] = "zotrain-checkpoint-1";
+    write_safetensors(path, f);
+  }
+  EXPECT_EQ(run_experiment(resume_without_limit(legacy)), 0);
+}
+
+// Run-state metadata that contradicts itself or the run (tiny: 256 samples / batch 32 = 8 steps
+// per epoch, 1 epoch; stopped at epoch 0, step 2) is refused by --resume naming the keys and the
+// contradiction, and by zotrain eval of the run directory.
+TEST(Experiment, ResumeRefusesContradictoryRunState) {
+  const auto src = fresh_dir("state-source");
+  ASSERT_EQ(run_experiment(tiny(src.string(), {"train.max_steps=2", "optimizer.name=sgd"})), 0);
+  const auto acc = [](const std::function<void(nlohmann::json&)>& change) {
+    return [change](TensorFile& f) {
+      auto j = nlohmann::json::parse(f.metadata.at("epoch_acc"));
+      change(j);
+      f.metadata["epoch_acc"] = j.dump();
+    };
+  };
+  const std::vector<Forgery> forgeries = {
+      {"step-in-epoch", [](TensorFile& f) { f.metadata["step_in_epoch"] = "1"; },
+       {"'epoch_acc' counts 2 steps of the open epoch, but 'step_in_epoch' is 1"}},
+      {"global-step", [](TensorFile& f) { f.metadata["global_step"] = "20"; },
+       {"'global_step' 20 contradicts 'epoch' 0 and 'step_in_epoch' 2: at 8 steps per epoch",
+        "0 × 8 + 2 = 2"}},
+      {"global-step-small", [](TensorFile& f) { f.metadata["global_step"] = "1"; },
+       {"'global_step' 1 is less than 'step_in_epoch' 2"}},
+      {"past-epoch-end",
+       [&](TensorFile& f) {
+         f.metadata["step_in_epoch"] = f.metadata["global_step"] = "9";
+         acc([](nlohmann::json& j) { j["steps"] = 9, j["samples"] = 288; })(f);
+       },
+       {"'step_in_epoch' 9 does not fit 'epoch' 0 at 8 steps per epoch"}},
+      {"past-epochs", [](TensorFile& f) { f.metadata["epoch"] = "3", f.metadata["global_step"] = "26"; },
+       {"'epoch' 3 is past this run's train.epochs = 1"}},
+      {"correct", acc([](nlohmann::json& j) { j["correct"] = 999; }),
+       {"'epoch_acc' holds correct = 999, more than its samples = 64"}},
+      {"negative", acc([](nlohmann::json& j) { j["clipped"] = -1; }),
+       {"'epoch_acc' holds clipped = -1, not a count"}},
+      {"samples", acc([](nlohmann::json& j) { j["samples"] = 63; }),
+       {"'epoch_acc' counts 63 samples in 2 steps of train.batch_size 32"}},
+      {"seconds", [](TensorFile& f) { f.metadata["train_seconds"] = "-1.5"; },
+       {"'train_seconds' holds -1.5 seconds"}},
+  };
+  for (const Forgery& forgery : forgeries) {
+    SCOPED_TRACE(forgery.name);
+    const auto d = fresh_dir("state-" + forgery.name);
+    fs::copy(src, d);
+    const std::string ckpt = (d / "checkpoint.safetensors").string();
+    TensorFile f = read_safetensors(ckpt);
+    forgery.change(f);
+    write_safetensors(ckpt, f);
+    const auto before = fs::last_write_time(ckpt);
+    std::vector<std::string> words = forgery.words;
+    words.push_back(ckpt);
+    expect_says(error_of([&] { run_experiment(resume_without_limit(d)); }), words);
+    EXPECT_EQ(fs::last_write_time(ckpt), before);
+    EvalRequest eval;
+    eval.target = d.string();
+    expect_says(error_of([&] { run_eval(eval); }), words);
+  }
 }
 
 // method.partition alone sweeps C = 0..L for every model and precision: the ends are Full BP and

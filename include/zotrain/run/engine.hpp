@@ -121,11 +121,22 @@ std::unique_ptr<Engine> make_fp32_engine(const config::ExperimentConfig& cfg, in
 std::unique_ptr<Engine> make_int8_engine(const config::ExperimentConfig& cfg, int batch,
                                          int threads, kernels::Isa isa = kernels::best_isa());
 
-// Shared by the engines: a tensor of a checkpoint, checked to exist with the given dtype and
-// element count, and I8 values in [−127, 127] (throws zt::Error naming the file and tensor).
+// Shared by the engines: a tensor of a checkpoint, checked by name, dtype and shape (every
+// dimension, not only the element count) and by value: F32 finite, I8 in [−127, 127]. Throws
+// zt::Error naming the file and tensor with the expected and found dtype and shape, or the first
+// bad element. `non_negative`: F32 values must also be ≥ 0 (variances, Adam's v).
 const StoredTensor& checkpoint_tensor(const TensorFile& f, const std::string& name,
-                                      const std::string& dtype, std::size_t numel,
-                                      const std::string& path);
+                                      const std::string& dtype, const std::vector<int>& shape,
+                                      const std::string& path, bool non_negative = false);
+// The value checks of checkpoint_tensor alone (e.g. for an optimizer file, named by `path`).
+void check_tensor_values(const StoredTensor& t, const std::string& name, const std::string& path,
+                         bool non_negative = false);
+// The exponent of an int8 weight tensor (`name`, I32 [1]), in the range quantising a finite
+// float gives (throws zt::Error naming the file and tensor).
+int checkpoint_exponent(const TensorFile& f, const std::string& name, const std::string& path);
+// Refuses a tensor of `f` that is not in `known` (the model's names), naming it and `model`.
+void refuse_unknown_tensors(const TensorFile& f, const std::vector<std::string>& known,
+                            const std::string& model, const std::string& path);
 const std::string& checkpoint_meta(const TensorFile& f, const std::string& key,
                                    const std::string& path);
 
