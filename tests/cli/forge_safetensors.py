@@ -10,8 +10,14 @@ Usage: forge_safetensors.py SRC DST CHANGE...
   shape:wrong             the first tensor's shape holds one more element per row than its bytes
   dtype:I8                the first tensor's dtype says I8 (the byte count no longer matches)
   int8-min                the first I8 tensor's 3rd byte becomes -128 (outside the int8 range)
+  transpose:NAME          tensor NAME's shape reversed (e.g. [120, 784] -> [784, 120]): the same
+                          byte count, another meaning
+  nan:NAME@I, inf:NAME@I  element I of F32 tensor NAME becomes NaN or +inf
+  drop:NAME               tensor NAME removed (its bytes stay, unreferenced)
+  extra:NAME              a tensor NAME added, a copy of the first tensor (another model's name)
 """
 import json
+import math
 import struct
 import sys
 
@@ -45,6 +51,23 @@ def main(src, dst, changes):
             first = next(k for k in tensors if header[k]["dtype"] == "I8")
             at = header[first]["data_offsets"][0] + 2
             data = data[:at] + b"\x80" + data[at + 1:]
+        elif what == "transpose":
+            header[arg]["shape"] = header[arg]["shape"][::-1]
+        elif what in ("nan", "inf"):
+            name, _, index = arg.partition("@")
+            assert header[name]["dtype"] == "F32", f"{name} is not F32"
+            at = header[name]["data_offsets"][0] + 4 * int(index)
+            data = data[:at] + struct.pack("<f", math.nan if what == "nan" else math.inf) + data[at + 4:]
+        elif what == "drop":
+            del header[arg]
+            tensors.remove(arg)
+        elif what == "extra":
+            first = dict(header[tensors[0]])
+            begin, end = first["data_offsets"]
+            first["data_offsets"] = [len(data), len(data) + end - begin]
+            data += data[begin:end]
+            header[arg] = first
+            tensors.append(arg)
         else:
             sys.exit(f"forge_safetensors: unknown change {change}")
     text = json.dumps(header, separators=(",", ":")).encode()
