@@ -1,7 +1,7 @@
 // Fuzz target: the safetensors checkpoint reader (run/checkpoint.hpp) and what --resume,
-// --init-from and `zotrain eval` do with what it returns: check the metadata against the run,
-// load the weights into an FP32 and an int8 LeNet-5, restore the run state, parse the stored
-// config. Every input must be used or refused with zt::Error; anything else is a finding.
+// --init-from and `zotrain eval` do with what it returns: check the metadata and the run state
+// against the run, load the weights into an FP32 and an int8 LeNet-5 (shapes, values, names),
+// parse the stored config. Every input must be used or refused with zt::Error; anything else is a finding.
 // Input: a 4-byte little-endian count Z (at most 1 MiB), then the file's bytes; the harness
 // appends Z zero bytes to the file. A checkpoint's header is a few KB but its weights are 430 KB:
 // the seeds hold real headers with Z = the data size, so mutations reach the loading code without
@@ -21,6 +21,7 @@
 namespace {
 
 constexpr std::size_t kMaxZeros = std::size_t{1} << 20;
+constexpr std::int64_t kStepsPerEpoch = 8;  // the run state checked as for a set of 64 samples
 
 struct Run {
   zt::config::ExperimentConfig cfg;
@@ -44,8 +45,9 @@ void resume_into(Run& r, const std::string& path) {
   try {
     const zt::run::TensorFile f = zt::run::read_checkpoint(path);
     zt::run::check_checkpoint(f, path, r.cfg, r.engine->partition());
+    const zt::run::RunState st = zt::run::restore_run_state(f, path);
+    zt::run::check_run_state(st, path, r.cfg, kStepsPerEpoch, 8);
     r.engine->load(f, path);
-    (void)zt::run::restore_run_state(f, path);
   } catch (const zt::Error&) {
   }
 }

@@ -163,8 +163,10 @@ void write_checkpoints(const fs::path& dir) {
     zt::run::RunState st;
     st.epoch = 1;
     st.step_in_epoch = 2;
-    st.global_step = 10;
+    st.global_step = 10;  // = epoch × 8 + step_in_epoch: the harness's 8 steps per epoch
     st.train_seconds = 1.5;
+    st.acc.steps = 2;
+    st.acc.samples = 16;  // 2 steps of batch 8
     const fs::path tmp = dir / "checkpoint.tmp";
     zt::run::save_checkpoint(tmp.string(), *engine, cfg, st);
     put(dir / (std::string("lenet5-") + precision + "-header-zero-weights"), header_only(tmp));
@@ -176,7 +178,7 @@ void write_checkpoints(const fs::path& dir) {
   f.tensors["b.index"] = {"I32", {4}, Bytes(16, 1)};
   f.tensors["c.q"] = {"I8", {1, 5}, Bytes(5, 0x80)};
   f.tensors["d.empty"] = {"F32", {0, 4}, {}};
-  f.metadata["format"] = "zotrain-checkpoint-1";
+  f.metadata["format"] = "zotrain-checkpoint-2";
   f.metadata["global_step"] = "3";
   const fs::path tmp = dir / "small.tmp";
   zt::run::write_safetensors(tmp.string(), f);
