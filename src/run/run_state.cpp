@@ -1,6 +1,7 @@
 #include "run_state.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <tuple>
@@ -63,16 +64,25 @@ nlohmann::json EpochAcc::to_json() const {
 }
 
 EpochAcc EpochAcc::from_json(const nlohmann::json& j) {
+  // A count is a JSON integer in int64 range (a float such as 1e300 would not convert).
+  const auto count = [&j](const char* key, bool required) -> std::int64_t {
+    if (!required && !j.contains(key)) return 0;
+    const json& v = j.at(key);
+    if (!v.is_number_integer() ||
+        (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)))
+      throw Error(std::string(key) + " = " + v.dump() + " is not an integer count");
+    return v.get<std::int64_t>();
+  };
   EpochAcc a;
   a.loss_sum = j.at("loss_sum").get<double>();
   a.g_abs_sum = j.at("g_abs_sum").get<double>();
-  a.correct = j.at("correct").get<std::int64_t>();
-  a.samples = j.at("samples").get<std::int64_t>();
-  a.steps = j.at("steps").get<std::int64_t>();
-  a.clipped = j.at("clipped").get<std::int64_t>();
-  a.sign_steps = j.value("sign_steps", std::int64_t{0});
-  a.sign_agree = j.value("sign_agree", std::int64_t{0});
-  a.sign_agree_eq12 = j.value("sign_agree_eq12", std::int64_t{0});
+  a.correct = count("correct", true);
+  a.samples = count("samples", true);
+  a.steps = count("steps", true);
+  a.clipped = count("clipped", true);
+  a.sign_steps = count("sign_steps", false);
+  a.sign_agree = count("sign_agree", false);
+  a.sign_agree_eq12 = count("sign_agree_eq12", false);
   a.times = phases_from_json(j.at("phases"));
   return a;
 }
@@ -244,7 +254,7 @@ RunState restore_run_state(const TensorFile& f, const std::string& path) {
     const std::string& v = checkpoint_meta(f, key, path);
     try {
       return convert(json::parse(v));
-    } catch (const json::exception& e) {
+    } catch (const std::exception& e) {  // JSON errors, and counts that are not (EpochAcc)
       throw Error(path + ": checkpoint metadata '" + key + "' is not what zotrain writes there (" +
                   e.what() + ")");
     }

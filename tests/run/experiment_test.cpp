@@ -648,6 +648,8 @@ TEST(Experiment, ResumeRefusesContradictoryRunState) {
        {"'epoch_acc' holds clipped = -1, not a count"}},
       {"samples", acc([](nlohmann::json& j) { j["samples"] = 63; }),
        {"'epoch_acc' counts 63 samples in 2 steps of train.batch_size 32"}},
+      {"float-count", acc([](nlohmann::json& j) { j["steps"] = 1e300; }),
+       {"'epoch_acc' is not what zotrain writes there", "steps = 1e+300 is not an integer count"}},
       {"seconds", [](TensorFile& f) { f.metadata["train_seconds"] = "-1.5"; },
        {"'train_seconds' holds -1.5 seconds"}},
   };
