@@ -8,7 +8,8 @@
 # length past the end, data_offsets past the end, two tensors' data_offsets overlapping, a shape
 # and a dtype that do not match the byte count, a metadata number that is not one, an int8 weight
 # of −128 (outside the int8 range); headers whose byte counts add up but whose meaning does not
-# (a transposed shape, FP32 and int8, a tensor missing, an unknown one), a NaN weight, run-state
+# (a transposed shape, FP32 and int8, a tensor missing, an unknown one), a NaN weight, a negative
+# or infinite BatchNorm statistic (eval of a PointNet checkpoint), run-state
 # metadata contradicting itself or the run; and for --resume a truncated or missing optimizer
 # file, an infinite Adam moment, and the optimizer file of another run at the same step.
 # Usage: checkpoint_refusal.sh ZOTRAIN REPO OUTDIR
@@ -136,6 +137,12 @@ done
 forge "${out}/int8/checkpoint.safetensors" "${out}/int8-transposed.safetensors" transpose:fc1.weight
 refuse_init int8-transposed "tensor 'fc1.weight' is I8 \[784, 120\]; the model expects I8 \[120, 784\]" "${out}/int8-transposed.safetensors"
 refuse_eval int8-transposed "tensor 'fc1.weight' is I8 \[784, 120\]; the model expects I8 \[120, 784\]" "${out}/int8-transposed.safetensors"
+
+# PointNet's BatchNorm statistics: a running variance below 0, an infinite running mean.
+forge "${out}/pointnet/checkpoint.safetensors" "${out}/pointnet-var.safetensors" set:mlp2.bn.running_var@3=-0.5
+forge "${out}/pointnet/checkpoint.safetensors" "${out}/pointnet-mean.safetensors" inf:mlp1.bn.running_mean@63
+refuse_eval pointnet-var "tensor 'mlp2.bn.running_var' holds -0.5 at element 3 \[3\]; its values must be >= 0" "${out}/pointnet-var.safetensors"
+refuse_eval pointnet-mean "tensor 'mlp1.bn.running_mean' holds inf at element 63 \[63\]; checkpoint values must be finite" "${out}/pointnet-mean.safetensors"
 
 # The optimizer file: truncated, missing, an infinite Adam moment, another run's of the same step
 # (a second LeNet-5 run with another seed, stopped at the same step 2).

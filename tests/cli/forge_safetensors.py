@@ -13,6 +13,7 @@ Usage: forge_safetensors.py SRC DST CHANGE...
   transpose:NAME          tensor NAME's shape reversed (e.g. [120, 784] -> [784, 120]): the same
                           byte count, another meaning
   nan:NAME@I, inf:NAME@I  element I of F32 tensor NAME becomes NaN or +inf
+  set:NAME@I=V            element I of F32 tensor NAME becomes V
   drop:NAME               tensor NAME removed (its bytes stay, unreferenced)
   extra:NAME              a tensor NAME added, a copy of the first tensor (another model's name)
 """
@@ -53,11 +54,13 @@ def main(src, dst, changes):
             data = data[:at] + b"\x80" + data[at + 1:]
         elif what == "transpose":
             header[arg]["shape"] = header[arg]["shape"][::-1]
-        elif what in ("nan", "inf"):
+        elif what in ("nan", "inf", "set"):
             name, _, index = arg.partition("@")
+            index, _, value = index.partition("=")
+            value = {"nan": math.nan, "inf": math.inf}.get(what) if what != "set" else float(value)
             assert header[name]["dtype"] == "F32", f"{name} is not F32"
             at = header[name]["data_offsets"][0] + 4 * int(index)
-            data = data[:at] + struct.pack("<f", math.nan if what == "nan" else math.inf) + data[at + 4:]
+            data = data[:at] + struct.pack("<f", value) + data[at + 4:]
         elif what == "drop":
             del header[arg]
             tensors.remove(arg)
