@@ -207,6 +207,11 @@ class Fp32Engine final : public Engine {
     if (adam_t.empty() || adam_t.size() > 18 ||
         adam_t.find_first_not_of("0123456789") != std::string::npos)
       throw Error(path + ": checkpoint metadata 'adam_t' is '" + adam_t + "', not a count");
+    // Adam takes one step per training step (every step has a backprop part when it has state).
+    const std::string& global_step = checkpoint_meta(f, "global_step", path);
+    if (adam_t != global_step)
+      throw Error(path + ": checkpoint metadata 'adam_t' " + adam_t + " contradicts 'global_step' " +
+                  global_step + " (Adam takes one step per training step)");
     trainer_->set_adam_t(std::stoll(adam_t));
   }
 

@@ -579,6 +579,14 @@ TEST(Experiment, ResumeChecksTheOptimizerStateBelongsToTheCheckpoint) {
          f.tensors["optimizer.adam.m"].shape = {1, n};
        }),
        {"tensor 'optimizer.adam.m' is F32 [1, "}},
+      {"adam-t",
+       [](const fs::path& d) {
+         const std::string ckpt = (d / "checkpoint.safetensors").string();
+         TensorFile f = read_safetensors(ckpt);
+         f.metadata["adam_t"] = "7";
+         write_safetensors(ckpt, f);
+       },
+       {"checkpoint metadata 'adam_t' 7 contradicts 'global_step' 2"}},
       {"opt-from-other-run",
        [&](const fs::path& d) {
          fs::copy_file(other / "optimizer.safetensors", d / "optimizer.safetensors",
