@@ -320,8 +320,10 @@ void check_run_state(const RunState& st, const std::string& path,
   if (st.epoch > cfg.train.epochs)
     refuse("'epoch' " + n(st.epoch) + " is past this run's train.epochs = " + n(cfg.train.epochs) +
            " (raise train.epochs to continue it)");
+  // step_in_epoch = steps_per_epoch: the epoch's steps done, its evaluation not (train_loop.cpp
+  // then closes the epoch first).
   const bool ended = st.epoch == cfg.train.epochs;
-  if (ended ? st.step_in_epoch != 0 : st.step_in_epoch >= steps_per_epoch)
+  if (ended ? st.step_in_epoch != 0 : st.step_in_epoch > steps_per_epoch)
     refuse("'step_in_epoch' " + n(st.step_in_epoch) + " does not fit 'epoch' " + n(st.epoch) +
            " at " + per + (ended ? " in a run of train.epochs = " + n(cfg.train.epochs) +
                                        " (a finished run is at step 0 of the epoch after its last)"

@@ -73,7 +73,7 @@ void check_checkpoint(const TensorFile& f, const std::string& path,
 // zt::Error naming the file and the keys).
 RunState restore_run_state(const TensorFile& f, const std::string& path);
 // The run state checked against the run that continues it: global_step = epoch ×
-// steps_per_epoch + step_in_epoch with step_in_epoch < steps_per_epoch, epoch ≤ train.epochs,
+// steps_per_epoch + step_in_epoch with step_in_epoch ≤ steps_per_epoch, epoch ≤ train.epochs,
 // the open epoch's samples = its steps × `batch` (throws zt::Error naming the file and the keys).
 void check_run_state(const RunState& st, const std::string& path,
                      const config::ExperimentConfig& cfg, std::int64_t steps_per_epoch,

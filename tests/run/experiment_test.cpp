@@ -680,6 +680,35 @@ TEST(Experiment, ResumeRefusesContradictoryRunState) {
   }
 }
 
+// The other side of the run-state checks: a checkpoint whose epoch has all its steps done but is
+// not yet closed (step_in_epoch = steps per epoch) is consistent, and resumes to the straight
+// run's weights (train_loop.cpp closes the epoch, then goes on).
+TEST(Experiment, ResumeAcceptsAnEpochWithAllItsStepsDone) {
+  const std::vector<std::string> sets = {"train.epochs=2", "optimizer.name=adam"};
+  const auto a = fresh_dir("epoch-done-straight");
+  ASSERT_EQ(run_experiment(tiny(a.string(), sets)), 0);
+  auto stop = sets;
+  stop.push_back("train.max_steps=8");  // one epoch: the checkpoint is at epoch 1, step 0
+  const auto b = fresh_dir("epoch-done");
+  ASSERT_EQ(run_experiment(tiny(b.string(), stop)), 0);
+  const std::string ckpt = (b / "checkpoint.safetensors").string();
+  TensorFile f = read_safetensors(ckpt);
+  ASSERT_EQ(f.metadata.at("epoch"), "1");
+  ASSERT_EQ(f.metadata.at("step_in_epoch"), "0");
+  f.metadata["epoch"] = "0";
+  f.metadata["step_in_epoch"] = "8";
+  auto acc = nlohmann::json::parse(f.metadata.at("epoch_acc"));
+  acc["steps"] = 8;
+  acc["samples"] = 256;
+  f.metadata["epoch_acc"] = acc.dump();
+  write_safetensors(ckpt, f);
+  ASSERT_EQ(run_experiment(resume_without_limit(b)), 0);
+  const auto digest = [](const fs::path& d) {
+    return nlohmann::json::parse(std::ifstream(d / "summary.json"))["weights_digest"];
+  };
+  EXPECT_EQ(digest(b), digest(a));
+}
+
 // method.partition alone sweeps C = 0..L for every model and precision: the ends are Full BP and
 // Full ZO, and the run records the method its C makes, with C as a number in config.json.
 TEST(Experiment, PartitionAloneSweepsEveryC) {
