@@ -76,15 +76,34 @@ got="$(field "${out}/killed/results.csv" tiny weights_digest)"
 # 4. Every core share held (by another sweep): a job waits for one instead of running on all
 #    cores beside them, says so, and runs once a share is free.
 uid="$(id -u)"
-flock "${TMPDIR}/zotrain-sweep-${uid}-share-0.lock" sleep 3 &
-flock "${TMPDIR}/zotrain-sweep-${uid}-share-1.lock" sleep 3 &
-sleep 0.5
-start=$(date +%s)
+# The holders keep their shares until told to go, and the sweep starts only once both are held,
+# so nothing here depends on how fast a loaded machine starts a process.
+release="${out}/release-shares"
+: > "${release}"
+for share in 0 1; do
+  flock "${TMPDIR}/zotrain-sweep-${uid}-share-${share}.lock" \
+    bash -c "while [[ -e '${release}' ]]; do sleep 0.1; done" &
+done
+for share in 0 1; do
+  for _ in $(seq 300); do
+    flock -n "${TMPDIR}/zotrain-sweep-${uid}-share-${share}.lock" true || break
+    sleep 0.1
+  done
+  flock -n "${TMPDIR}/zotrain-sweep-${uid}-share-${share}.lock" true &&
+    fail "the holder of core share ${share} never took its lock"
+done
 "${sweep}" --zotrain "${zotrain}" --config "${cfg}" --out "${out}/busy" --set train.max_steps=2 \
-  --jobs 2 > /dev/null 2> "${out}/busy.log" || fail "the sweep with busy shares failed: $(cat "${out}/busy.log")"
-wait
+  --jobs 2 > /dev/null 2> "${out}/busy.log" &
+sweep_pid=$!
+for _ in $(seq 600); do
+  grep -q "core shares are busy; waiting" "${out}/busy.log" 2> /dev/null && break
+  sleep 0.1
+done
 grep -q "core shares are busy; waiting" "${out}/busy.log" || fail "no wait reported: $(cat "${out}/busy.log")"
-(( $(date +%s) - start >= 2 )) || fail "the job did not wait for a free share"
+! grep -qs "cores \[" "${out}/busy/logs/tiny.log" || fail "the job started while every core share was held"
+rm -f "${release}"
+wait "${sweep_pid}" || fail "the sweep with busy shares failed: $(cat "${out}/busy.log")"
+wait
 grep -q "cores \[[0-9]*\]" "${out}/busy/logs/tiny.log" ||
   fail "the job did not run on a share of its own: $(head -1 "${out}/busy/logs/tiny.log")"
 echo "sweep: grid, skip, kill and resume, waiting for a core share all fine (digest ${got})"
