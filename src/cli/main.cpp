@@ -99,7 +99,9 @@ int main(int argc, char** argv) {
                " - train small neural networks on ARM boards with ElasticZO (zeroth-order + "
                "backprop), Full ZO or Full BP.",
                "zotrain"};
-  app.footer("\n" + methods_help() + "\nConfig keys (set in the JSON file or with --set KEY=VALUE):\n" +
+  app.footer("\n" + methods_help() + "\nConfig keys (set in the JSON file or with --set KEY=VALUE). A config file is at most 1 MiB\n"
+             "of JSON with each key once; a value outside its key's range below, or a number that\n"
+             "reads as 0 or infinity (1e-400, 1e999), is refused (exit 2):\n" +
              zt::config::keys_help() +
              "\nOutputs: config.json (the resolved config), metrics.jsonl (one JSON object per epoch),\n"
              "steps.jsonl (train.log_every), summary.json (results and the run's provenance),\n"

@@ -49,7 +49,7 @@ bool one_part(const ExperimentConfig& c) {
 std::vector<Key> keys() {
   return {
       {"name", Type::kName, ZT_FIELD(name), {}, {},
-       "experiment name: one path component (runs/<name>), 1 to 100 bytes, no '/', not . or .., "
+       "experiment name: one path component (runs/<name>), 1 to 200 bytes, no '/', not . or .., "
        "not starting with '-'"},
       {"seed", Type::kSeed, ZT_FIELD(seed), {}, {}, "seed of every random choice in the run"},
       {"data.dataset", Type::kEnum, ZT_ENUM(data.dataset), {}, names_of(datasets()),

@@ -1,7 +1,7 @@
 // Reading a config document (src/config/schema.hpp says what lives where): the file's text, at
 // most kMaxConfigBytes, and a strict JSON parse. nlohmann::json's own parser keeps the last of
 // two equal keys and reads 1e-400 as 0; this one builds the same document through its SAX
-// interface and refuses both, naming the key (docs/design.md, "Config").
+// interface and refuses both, naming the key (docs/design.md §12, "Config input").
 #include <cerrno>
 #include <cfloat>
 #include <cmath>

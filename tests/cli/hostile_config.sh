@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hostile configs and flags (docs/design.md, "Config"): each is refused before anything is
+# Hostile configs and flags (docs/design.md §12, "Config input"): each is refused before anything is
 # written, with exit 2 and one error naming the key, flag or file and what it accepts. The
 # classes: integers beyond int (keys and flags), fractional integers, numbers that underflow or
 # overflow a double, repeated keys and sections, a config larger than 1 MiB (/dev/zero,
@@ -106,7 +106,7 @@ run_refuse name_escapes "key 'name' must be one path component .*runs/<name>" --
 refuse name_escapes_default "key 'name' must be one path component" "${base[@]}" --set name=../../x
 [[ ! -e "${out}/a/x" && ! -e "${out}/x" ]] || fail "name ../../x: wrote above runs/"
 python3 -c "import json,sys; json.dump({'name': 'n' * 200000}, open(sys.argv[1], 'w'))" "${out}/files/long_name.json"
-run_refuse name_long "key 'name' must be at most 100 bytes, got 200000" --config "${out}/files/long_name.json"
+run_refuse name_long "key 'name' must be at most 200 bytes, got 200000" --config "${out}/files/long_name.json"
 [[ $(wc -c < "${out}/name_long.log") -lt 1000 ]] || fail "name_long: the error repeats the name"
 
 # --- absurd zo.eps and learning rates

@@ -1,4 +1,4 @@
-// Hostile config input (docs/design.md, "Config"): every class of value the reader must refuse
+// Hostile config input (docs/design.md §12, "Config input"): every class of value the reader must refuse
 // with one error naming the key and what it accepts, tried on every key of the schema where the
 // class applies, so a key added later is covered too. tests/cli/hostile_config.sh runs the
 // binary on the same classes (and the flags).
@@ -13,6 +13,7 @@
 #include "../support.hpp"
 #include "zotrain/config/config.hpp"
 #include "zotrain/core/error.hpp"
+#include "zotrain/data/idx.hpp"
 
 namespace zt::config {
 namespace {
@@ -180,8 +181,8 @@ TEST(ConfigHostileTest, NameIsOnePathComponent) {
       {R"("-rf")", "must not start with '-'"},
       {R"("a\u0000b")", "control characters"},
       {R"("a\nb")", "control characters"},
-      {"\"" + std::string(101, 'x') + "\"", "at most 100 bytes, got 101"},
-      {"\"" + std::string(10 << 20, 'x') + "\"", "at most 100 bytes, got 10485760"},
+      {"\"" + std::string(201, 'x') + "\"", "at most 200 bytes, got 201"},
+      {"\"" + std::string(10 << 20, 'x') + "\"", "at most 200 bytes, got 10485760"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.json.substr(0, 40));
@@ -196,7 +197,7 @@ TEST(ConfigHostileTest, NameIsOnePathComponent) {
     EXPECT_LT(std::string(e.what()).size(), 300u);
   }
   EXPECT_EQ(parse(R"({"name": "run-1_x.y"})").name, "run-1_x.y");
-  EXPECT_EQ(parse(R"({"name": ")" + std::string(100, 'n') + "\"}").name.size(), 100u);
+  EXPECT_EQ(parse(R"({"name": ")" + std::string(200, 'n') + "\"}").name.size(), 200u);
 }
 
 TEST(ConfigHostileTest, PathStringsHaveNoNulAndAFileSystemLength) {
@@ -247,6 +248,22 @@ TEST(ConfigHostileTest, ShippedConfigsStayValid) {
     }
   }
   EXPECT_GE(loaded, 20);
+}
+
+// A limit beyond the file (the largest data.train_limit, or any int64 the loaders are given)
+// keeps all of it: no wrap, no abort.
+TEST(ConfigHostileTest, DataLimitBeyondTheFileKeepsAll) {
+  const std::string root = std::string(ZT_SOURCE_DIR) + "/data/mnist-subset";
+  const data::ImageDataset all = data::load_image_dataset(root, 0, 0);
+  for (const std::int64_t limit : {std::int64_t{2147483647}, std::int64_t{1} << 31,
+                                   std::int64_t{4294967297}}) {
+    SCOPED_TRACE(limit);
+    const data::ImageDataset ds = data::load_image_dataset(root, limit, limit);
+    EXPECT_EQ(ds.train.count, all.train.count);
+    EXPECT_EQ(ds.test.count, all.test.count);
+    const data::ImageFiles f = data::open_image_dataset(root, limit, limit);
+    EXPECT_EQ(f.train.samples->count(), all.train.count);
+  }
 }
 
 // `zotrain --help` lists every key's range readably: no number of more than 10 digits.
