@@ -57,8 +57,9 @@ std::string methods_help() {
   return s;
 }
 
-// An integer flag's check, run on its text before CLI11 converts it: decimal digits (a leading
-// '-' for signed types) that std::from_chars reads whole into T, from lo to hi. Anything else is
+// An integer flag's check (a CLI11 transform), run on its text before CLI11 converts it: decimal digits (a leading
+// '-' for signed types) that std::from_chars reads whole into T, from lo to hi, handed on in
+// canonical form. Anything else is
 // one error naming the flag and the range ("--threads: expected an integer from 1 to 1024, got
 // 'abc'"), exit 2; --help shows the range after the type (INT:1..1024).
 template <class T>
@@ -70,7 +71,10 @@ CLI::Validator int_in(T lo, T hi, std::string shown = "") {
         T x{};
         const char* end = text.data() + text.size();
         const auto r = std::from_chars(text.data(), end, x);
-        if (r.ec == std::errc() && r.ptr == end && x >= lo && x <= hi) return "";
+        if (r.ec == std::errc() && r.ptr == end && x >= lo && x <= hi) {
+          text = std::to_string(x);  // CLI11 converts with base 0: "010" would be 8
+          return "";
+        }
         return "expected an integer from " + range + ", got '" + text + "'";
       },
       shown);
@@ -123,7 +127,7 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output-dir", output_dir,
                  "Output directory (default: output.dir, else runs/<name>)");
   app.add_option("-t,--threads", threads, "Threads (overrides train.threads, whose auto = all cores)")
-      ->check(int_in(1, zt::config::kMaxThreads));
+      ->transform(int_in(1, zt::config::kMaxThreads));
   app.add_flag("--dry-run", dry_run,
                "Build the model and the memory plan, validate the data, write summary.json; no training");
   app.add_option("--resume", resume_dir,
@@ -143,16 +147,16 @@ int main(int argc, char** argv) {
   constexpr int kMaxInt = std::numeric_limits<int>::max();
   app.add_option("--synthetic-classes", synth.classes, "Synthetic set: shape classes")
       ->capture_default_str()
-      ->check(int_in(10, zt::data::synthetic_shape_count()));
+      ->transform(int_in(10, zt::data::synthetic_shape_count()));
   app.add_option("--synthetic-train", synth.train_per_class, "Synthetic set: training samples per class")
       ->capture_default_str()
-      ->check(int_in(1, kMaxInt));
+      ->transform(int_in(1, kMaxInt));
   app.add_option("--synthetic-test", synth.test_per_class, "Synthetic set: test samples per class")
       ->capture_default_str()
-      ->check(int_in(1, kMaxInt));
+      ->transform(int_in(1, kMaxInt));
   app.add_option("--synthetic-seed", synth.seed, "Synthetic set: seed")
       ->capture_default_str()
-      ->check(int_in<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max(), "0..2^64-1"));
+      ->transform(int_in<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max(), "0..2^64-1"));
   zt::cli::BenchOptions bench_opt;
   CLI::App* bench = app.add_subcommand(
       "bench",
@@ -161,7 +165,7 @@ int main(int argc, char** argv) {
       "and int8 training steps (LeNet-5, synthetic input, no data files) and the int8/FP32 ratio.");
   bench->add_option("-t,--threads", bench_opt.threads, "Threads (0 = all cores)")
       ->capture_default_str()
-      ->check(int_in(0, zt::config::kMaxThreads));
+      ->transform(int_in(0, zt::config::kMaxThreads));
   bench->add_flag("--quick", bench_opt.quick, "One call per figure and tiny batches (smoke test; figures meaningless)");
   bench->add_flag("--json", bench_opt.json, "Print one JSON object instead of the tables");
   bench->add_option("--only", bench_opt.only, "Only one part: kernels or steps")
@@ -170,7 +174,7 @@ int main(int argc, char** argv) {
                     "Run exactly N training steps of --method/--precision and nothing else "
                     "(scripts/count-insns.sh)")
       ->type_name("N")
-      ->check(int_in(0, kMaxInt));
+      ->transform(int_in(0, kMaxInt));
   std::vector<std::string> setting_keys;
   for (const auto& n : zt::config::named_settings()) setting_keys.emplace_back(n.key);
   bench->add_option("--method", bench_opt.method,
@@ -184,7 +188,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember(precisions));
   bench->add_option("--batch", bench_opt.batch, "--run-steps: batch size (default: FP32 32, int8 256)")
-      ->check(int_in(1, zt::config::kMaxBatchSize));
+      ->transform(int_in(1, zt::config::kMaxBatchSize));
   bench->add_flag("--cache-direction", bench_opt.cache_direction,
                   "steps with zo.cache_direction (z drawn once per step into a buffer)");
   // The FP32 sources that need no PeZO options (config::PerturbationInfo::per_element).

@@ -182,9 +182,13 @@ class Applier {
                 shown(v));
   }
 
-  // A value as an error shows it: its JSON text, cut short when long.
+  // A value as an error shows it: its JSON text, cut short when long; an array or object holding
+  // arrays or objects only by its kind (a deeply nested one would exhaust the stack of
+  // nlohmann's recursive dump).
   static std::string shown(const Json& v) {
     constexpr std::size_t kShown = 80;
+    for (const Json& m : v)  // the members of an array or object, nothing else
+      if (m.is_structured()) return v.is_array() ? "an array" : "an object";
     const std::string text = v.dump(-1, ' ', false, Json::error_handler_t::replace);
     if (text.size() <= kShown) return text;
     return text.substr(0, kShown) + "... (" + std::to_string(text.size()) + " bytes)";

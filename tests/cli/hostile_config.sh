@@ -71,6 +71,12 @@ run_refuse threads_flag_zero "--threads: expected an integer from 1 to 1024, got
 run_refuse threads_flag_text "--threads: expected an integer from 1 to 1024, got 'abc'" --threads abc
 run_refuse threads_flag_wraps "--threads: expected an integer from 1 to 1024, got '2147483648'" \
   --threads 2147483648
+# An accepted flag is read as decimal ("010" is 10, not octal 8).
+"${zotrain}" "${base[@]}" --threads 010 --dry-run --output-dir "${out}/runs/threads_decimal" > /dev/null 2>&1 ||
+  fail "--threads 010: refused"
+[[ "$(json_field "${out}/runs/threads_decimal/config.json" "s['train']['threads']")" == 10 ]] ||
+  fail "--threads 010: train.threads is not 10"
+rm -rf "${out}/runs/threads_decimal"
 refuse bench_threads "--threads: expected an integer from 0 to 1024, got '-1'" bench --threads -1
 refuse bench_run_steps "--run-steps: expected an integer from 0 to 2147483647, got '1\.5'" \
   bench --run-steps 1.5

@@ -190,6 +190,10 @@ TEST(ConfigHostileTest, NameIsOnePathComponent) {
                  {"config.json: key 'name' ", c.rule, "runs/<name>"});
   }
   expect_error([] { parse("{}", {"name=../../x"}); }, {"--set: key 'name'", "one path component"});
+  // A deeply nested value is refused by its kind (no recursion through it).
+  const std::size_t depth = 200000;
+  expect_error([&] { parse(R"({"name": )" + std::string(depth, '[') + std::string(depth, ']') + "}"); },
+               {"key 'name' must be a string, got an array"});
   // The message does not repeat a huge name.
   try {
     parse(R"({"name": ")" + std::string(10 << 20, 'x') + "\"}");
