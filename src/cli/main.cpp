@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <cstdio>
+#include <limits>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -55,6 +57,29 @@ std::string methods_help() {
   return s;
 }
 
+// An integer flag's check (a CLI11 transform), run on its text before CLI11 converts it: decimal digits (a leading
+// '-' for signed types) that std::from_chars reads whole into T, from lo to hi, handed on in
+// canonical form. Anything else is
+// one error naming the flag and the range ("--threads: expected an integer from 1 to 1024, got
+// 'abc'"), exit 2; --help shows the range after the type (INT:1..1024).
+template <class T>
+CLI::Validator int_in(T lo, T hi, std::string shown = "") {
+  if (shown.empty()) shown = std::to_string(lo) + ".." + std::to_string(hi);
+  const std::string range = std::to_string(lo) + " to " + std::to_string(hi);
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) -> std::string {
+        T x{};
+        const char* end = text.data() + text.size();
+        const auto r = std::from_chars(text.data(), end, x);
+        if (r.ec == std::errc() && r.ptr == end && x >= lo && x <= hi) {
+          text = std::to_string(x);  // CLI11 converts with base 0: "010" would be 8
+          return "";
+        }
+        return "expected an integer from " + range + ", got '" + text + "'";
+      },
+      shown);
+}
+
 // The command line as a shell would re-run it: words with characters a shell treats specially
 // are single-quoted.
 std::string command_line(int argc, char** argv) {
@@ -78,7 +103,9 @@ int main(int argc, char** argv) {
                " - train small neural networks on ARM boards with ElasticZO (zeroth-order + "
                "backprop), Full ZO or Full BP.",
                "zotrain"};
-  app.footer("\n" + methods_help() + "\nConfig keys (set in the JSON file or with --set KEY=VALUE):\n" +
+  app.footer("\n" + methods_help() + "\nConfig keys (set in the JSON file or with --set KEY=VALUE). A config file is at most 1 MiB\n"
+             "of JSON with each key once; a value outside its key's range below, or a number that\n"
+             "reads as 0 or infinity (1e-400, 1e999), is refused (exit 2):\n" +
              zt::config::keys_help() +
              "\nOutputs: config.json (the resolved config), metrics.jsonl (one JSON object per epoch),\n"
              "steps.jsonl (train.log_every), summary.json (results and the run's provenance),\n"
@@ -92,7 +119,7 @@ int main(int argc, char** argv) {
              "Example: zotrain --config configs/quickstart.json --set method.partition=3 --set optimizer.lr=0.002");
   std::string config_path, output_dir, resume_dir, init_from;
   std::vector<std::string> overrides;
-  std::int64_t threads = -1;
+  int threads = -1;  // -1: train.threads decides
   bool dry_run = false, overwrite = false, quiet = false, no_progress = false;
   app.add_option("-c,--config", config_path, "Experiment config (JSON)");
   app.add_option("-s,--set", overrides, "Override a config key: KEY=VALUE (dotted path; repeatable)")
@@ -100,7 +127,7 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output-dir", output_dir,
                  "Output directory (default: output.dir, else runs/<name>)");
   app.add_option("-t,--threads", threads, "Threads (overrides train.threads, whose auto = all cores)")
-      ->check(CLI::PositiveNumber);
+      ->transform(int_in(1, zt::config::kMaxThreads));
   app.add_flag("--dry-run", dry_run,
                "Build the model and the memory plan, validate the data, write summary.json; no training");
   app.add_option("--resume", resume_dir,
@@ -117,13 +144,19 @@ int main(int argc, char** argv) {
                  "Write the deterministic synthetic point-cloud set (ModelNet40 HDF5 layout: "
                  "ply_data_train0.h5, ply_data_test0.h5, shape_names.txt) into DIR and exit")
       ->type_name("DIR");
+  constexpr int kMaxInt = std::numeric_limits<int>::max();
   app.add_option("--synthetic-classes", synth.classes, "Synthetic set: shape classes")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(int_in(10, zt::data::synthetic_shape_count()));
   app.add_option("--synthetic-train", synth.train_per_class, "Synthetic set: training samples per class")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(int_in(1, kMaxInt));
   app.add_option("--synthetic-test", synth.test_per_class, "Synthetic set: test samples per class")
-      ->capture_default_str();
-  app.add_option("--synthetic-seed", synth.seed, "Synthetic set: seed")->capture_default_str();
+      ->capture_default_str()
+      ->transform(int_in(1, kMaxInt));
+  app.add_option("--synthetic-seed", synth.seed, "Synthetic set: seed")
+      ->capture_default_str()
+      ->transform(int_in<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max(), "0..2^64-1"));
   zt::cli::BenchOptions bench_opt;
   CLI::App* bench = app.add_subcommand(
       "bench",
@@ -132,7 +165,7 @@ int main(int argc, char** argv) {
       "and int8 training steps (LeNet-5, synthetic input, no data files) and the int8/FP32 ratio.");
   bench->add_option("-t,--threads", bench_opt.threads, "Threads (0 = all cores)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->transform(int_in(0, zt::config::kMaxThreads));
   bench->add_flag("--quick", bench_opt.quick, "One call per figure and tiny batches (smoke test; figures meaningless)");
   bench->add_flag("--json", bench_opt.json, "Print one JSON object instead of the tables");
   bench->add_option("--only", bench_opt.only, "Only one part: kernels or steps")
@@ -141,7 +174,7 @@ int main(int argc, char** argv) {
                     "Run exactly N training steps of --method/--precision and nothing else "
                     "(scripts/count-insns.sh)")
       ->type_name("N")
-      ->check(CLI::NonNegativeNumber);
+      ->transform(int_in(0, kMaxInt));
   std::vector<std::string> setting_keys;
   for (const auto& n : zt::config::named_settings()) setting_keys.emplace_back(n.key);
   bench->add_option("--method", bench_opt.method,
@@ -155,7 +188,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember(precisions));
   bench->add_option("--batch", bench_opt.batch, "--run-steps: batch size (default: FP32 32, int8 256)")
-      ->check(CLI::PositiveNumber);
+      ->transform(int_in(1, zt::config::kMaxBatchSize));
   bench->add_flag("--cache-direction", bench_opt.cache_direction,
                   "steps with zo.cache_direction (z drawn once per step into a buffer)");
   // The FP32 sources that need no PeZO options (config::PerturbationInfo::per_element).

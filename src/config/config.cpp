@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "schema.hpp"
 #include "zotrain/config/catalogue.hpp"
@@ -56,6 +54,22 @@ void check_inert_keys(ExperimentConfig& cfg, const std::string& origin) {
   }
 }
 
+// Given numbers inside their key's range but outside its usual one: a warning each.
+void warn_unusual(ExperimentConfig& cfg) {
+  for (const std::string& key : cfg.given) {
+    const Key* k = find_key(key);
+    if (k == nullptr || (k->type != Type::kInt && k->type != Type::kNumber)) continue;
+    const OrderedJson v = value_json(*k, cfg);
+    if (!v.is_number() || in_range(k->usual, v.get<double>())) continue;
+    const bool inert = std::any_of(cfg.warnings.begin(), cfg.warnings.end(),
+                                   [&](const std::string& w) { return w.starts_with(key + " "); });
+    if (inert) continue;  // it has no effect here, already said
+    cfg.warnings.push_back(key + " = " + v.dump() + " is unusual (usually " +
+                           describe_range(k->usual) + "; accepted " + describe_range(k->range) +
+                           "): check it");
+  }
+}
+
 ExperimentConfig parse_with_source_dir(const std::string& json_text, const std::string& origin,
                                        const std::vector<std::string>& overrides,
                                        const std::string& source_dir) {
@@ -72,6 +86,7 @@ ExperimentConfig parse_with_source_dir(const std::string& json_text, const std::
   for (const Section* s : sections())
     if (s->check) s->check(cfg, origin);
   check_inert_keys(cfg, origin);
+  warn_unusual(cfg);
   return cfg;
 }
 
@@ -97,7 +112,8 @@ OrderedJson value_json(const Key& k, const ExperimentConfig& c) {
     case Type::kSeed: return std::get<SeedRef>(k.ref)(cfg);
     case Type::kNumber: return number_json<NumberRef, OptNumberRef>(k, cfg);
     case Type::kBool: return std::get<BoolRef>(k.ref)(cfg);
-    case Type::kString: return std::get<StringRef>(k.ref)(cfg);
+    case Type::kString:
+    case Type::kName: return std::get<StringRef>(k.ref)(cfg);
     case Type::kEnum: return std::string(k.choices[std::get<EnumRef>(k.ref).get(cfg)]);
     case Type::kPartition: {
       const Partition& p = std::get<PartitionRef>(k.ref)(cfg);
@@ -124,8 +140,26 @@ OrderedJson value_json(const Key& k, const ExperimentConfig& c) {
 
 }  // namespace
 
+namespace {
+// Every numeric key's range fits the type its value is used as (schema.hpp, Range).
+bool fits_its_type(const Key& k) {
+  const Range& r = k.range;
+  switch (k.type) {
+    case Type::kInt:
+    case Type::kIntSchedule: return r.lo >= -kMaxInt && r.hi <= kMaxInt;
+    case Type::kNumber:
+    case Type::kNumberSchedule: return r.lo >= -kMaxNumber && r.hi <= kMaxNumber;
+    default: return true;
+  }
+}
+}  // namespace
+
 const std::vector<Key>& schema() {
-  static const std::vector<Key> kKeys = gather(&Section::keys);
+  static const std::vector<Key> kKeys = [] {
+    std::vector<Key> keys = gather(&Section::keys);
+    for (const Key& k : keys) ZT_CHECK_MSG(fits_its_type(k), std::string(k.path));
+    return keys;
+  }();
   return kKeys;
 }
 
@@ -154,16 +188,11 @@ ExperimentConfig parse_config(const std::string& json_text, const std::string& o
 ExperimentConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
   if (path.empty()) return parse_with_source_dir("{}", "(defaults)", overrides, ".");
   namespace fs = std::filesystem;
+  const std::string text = read_config_text(path);
   std::error_code ec;
-  if (fs::is_directory(path, ec)) throw Error(path + ": is a directory, expected a JSON config file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open config file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw Error(path + ": read error");
   fs::path dir = fs::absolute(fs::path(path), ec).parent_path();
   if (ec || dir.empty()) dir = fs::path(path).parent_path();
-  return parse_with_source_dir(text.str(), path, overrides,
+  return parse_with_source_dir(text, path, overrides,
                                dir.empty() ? "." : dir.lexically_normal().string());
 }
 
@@ -201,6 +230,7 @@ std::string keys_help() {
       case Type::kNumber: type = "number " + describe_range(k.range); break;
       case Type::kBool: type = "true | false"; break;
       case Type::kString: type = "string"; break;
+      case Type::kName: type = "name"; break;
       case Type::kEnum: type = join(k.choices, " | "); break;
       case Type::kPartition: type = "integer | zo-feat-cls1 | zo-feat-cls2"; break;
       case Type::kIntSchedule:

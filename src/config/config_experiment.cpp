@@ -12,6 +12,9 @@ namespace zt::config {
 namespace detail {
 namespace {
 
+// Points per sample beyond this are no ModelNet40-like file's (src/data/modelnet40.cpp's limit).
+constexpr double kMaxPoints = 1 << 20;
+
 // Cross-key checks of the data set, architecture and precision.
 void check_experiment(const ExperimentConfig& cfg, const std::string& origin) {
   const Precision p = cfg.model.precision;
@@ -45,18 +48,20 @@ bool one_part(const ExperimentConfig& c) {
 
 std::vector<Key> keys() {
   return {
-      {"name", Type::kString, ZT_FIELD(name), {}, {}, "experiment name (names runs/<name>)"},
+      {"name", Type::kName, ZT_FIELD(name), {}, {},
+       "experiment name: one path component (runs/<name>), 1 to 200 bytes, no '/', not . or .., "
+       "not starting with '-'"},
       {"seed", Type::kSeed, ZT_FIELD(seed), {}, {}, "seed of every random choice in the run"},
       {"data.dataset", Type::kEnum, ZT_ENUM(data.dataset), {}, names_of(datasets()),
        help_of(datasets(), "data set (an image set also selects the normalisation): ")},
       {"data.root", Type::kString, ZT_FIELD(data.root), {}, {},
        "directory with the IDX files; relative: config file's directory if it exists there, "
        "else the current directory"},
-      {"data.train_limit", Type::kInt, ZT_FIELD(data.train_limit), at_least(1), {},
+      {"data.train_limit", Type::kInt, ZT_FIELD(data.train_limit), count_from(1), {},
        "use only the first N training samples (null = all)", "null"},
-      {"data.test_limit", Type::kInt, ZT_FIELD(data.test_limit), at_least(1), {},
+      {"data.test_limit", Type::kInt, ZT_FIELD(data.test_limit), count_from(1), {},
        "use only the first N test samples (null = all)", "null"},
-      {"data.subset", Type::kInt, ZT_FIELD(data.subset), at_least(1), {},
+      {"data.subset", Type::kInt, ZT_FIELD(data.subset), count_from(1), {},
        "images: keep N samples of each split, drawn with data.subset_seed, in file order (after "
        "the limits; null = all)", "null"},
       {"data.subset_seed", Type::kSeed, ZT_FIELD(data.subset_seed), {}, {},
@@ -64,11 +69,11 @@ std::vector<Key> keys() {
       {"data.rotate_degrees", Type::kNumber, ZT_FIELD(data.rotate_degrees), closed(-360, 360), {},
        "images: rotate both splits counter-clockwise by this angle (bilinear, black outside; "
        "Rotated MNIST uses 30 or 45)"},
-      {"data.validation", Type::kInt, ZT_FIELD(data.validation), at_least(1), {},
+      {"data.validation", Type::kInt, ZT_FIELD(data.validation), count_from(1), {},
        "hold out the last N training samples (after the limit and subset) as a validation split: "
        "evaluated beside the test set (val_loss, val_accuracy); choose hyperparameters on it, "
        "not on the test set (null = none)", "null"},
-      {"data.points", Type::kInt, ZT_FIELD(data.points), at_least(1), {},
+      {"data.points", Type::kInt, ZT_FIELD(data.points), closed(1, kMaxPoints), {},
        "modelnet40: points per sample (a seeded random subset in training, the first N in "
        "evaluation)"},
       {"data.augment", Type::kEnum, ZT_ENUM(data.augment), {}, names_of<Augment>(),

@@ -9,8 +9,11 @@ namespace zt::config {
 namespace detail {
 namespace {
 
-// Batch sizes beyond this are a typo (row indices of a batch stay far inside int32).
-constexpr double kMaxBatchSize = 1 << 24;
+// Learning rates: above kUsualLr a warning, above kMaxLr an error. Poor Man's Training's int8
+// steps (zo.preset pmt) use 10 to 30, FP32 SGD and Adam below 1. Beyond kMaxLr no step is a
+// training step: LeNet-5's activations overflow float after one (up to it, the divergence guard
+// stops a run whose loss becomes NaN, exit 3); 1e308 would be inf as a float.
+constexpr double kUsualLr = 100, kMaxLr = 1e10;
 
 bool int8_sign_step(const ExperimentConfig& c) { return int8(c) && !int8_pmt(c); }
 bool no_float_sign(const ExperimentConfig& c) {
@@ -21,16 +24,17 @@ std::vector<Key> optimizer_keys() {
   return {
       {"optimizer.name", Type::kEnum, ZT_ENUM(optimizer.name), {}, names_of<OptimizerKind>(),
        "optimizer of the backprop part"},
-      {"optimizer.lr", Type::kNumber, ZT_FIELD(optimizer.lr), at_least(0), {},
+      {"optimizer.lr", Type::kNumber, ZT_FIELD(optimizer.lr), closed(0, kMaxLr), {},
        "learning rate of the ZO part (and of the BP part unless bp_lr is set); auto = the "
-       "method's default (README, Defaults); 0 freezes those layers", "auto"},
-      {"optimizer.bp_lr", Type::kNumber, ZT_FIELD(optimizer.bp_lr), at_least(0), {},
+       "method's default (README, Defaults); 0 freezes those layers; above 100 a warning "
+       "(zo.preset pmt's int8 steps use 10 to 30)", "auto", closed(0, kUsualLr)},
+      {"optimizer.bp_lr", Type::kNumber, ZT_FIELD(optimizer.bp_lr), closed(0, kMaxLr), {},
        "learning rate of the backprop part; null = optimizer.lr when that is set, else the "
-       "optimizer's default", "null"},
+       "optimizer's default; above 100 a warning", "null", closed(0, kUsualLr)},
       {"optimizer.decay.factor", Type::kNumber, ZT_FIELD(optimizer.decay.factor),
        Range{.lo = 0, .hi = 1, .lo_open = true}, {}, "learning-rate decay factor"},
       {"optimizer.decay.every_epochs", Type::kInt, ZT_FIELD(optimizer.decay.every_epochs),
-       at_least(0), {}, "multiply the learning rates by factor every N epochs (0 = never)"},
+       count_from(0), {}, "multiply the learning rates by factor every N epochs (0 = never)"},
   };
 }
 
@@ -61,25 +65,26 @@ namespace {
 
 std::vector<Key> train_keys() {
   return {
-      {"train.epochs", Type::kInt, ZT_FIELD(train.epochs), at_least(1), {}, "training epochs"},
+      {"train.epochs", Type::kInt, ZT_FIELD(train.epochs), count_from(1), {}, "training epochs"},
       {"train.batch_size", Type::kInt, ZT_FIELD(train.batch_size), closed(1, kMaxBatchSize), {},
        "minibatch size (auto = the paper's: 32; 256 for int8 LeNet-5)", "auto"},
-      {"train.threads", Type::kInt, ZT_FIELD(train.threads), at_least(1), {},
+      {"train.threads", Type::kInt, ZT_FIELD(train.threads), closed(1, kMaxThreads), {},
        "worker threads (auto = all cores)", "auto"},
-      {"train.max_steps", Type::kInt, ZT_FIELD(train.max_steps), at_least(1), {},
+      {"train.max_steps", Type::kInt, ZT_FIELD(train.max_steps), count_from(1), {},
        "stop after this many steps in total (null = no limit)", "null"},
-      {"train.eval_every", Type::kInt, ZT_FIELD(train.eval_every), at_least(1), {},
+      {"train.eval_every", Type::kInt, ZT_FIELD(train.eval_every), count_from(1), {},
        "evaluate on the test set every N epochs (and at the end)"},
       {"train.eval_at_start", Type::kBool, ZT_FIELD(train.eval_at_start), {}, {},
        "also evaluate before the first step (an epoch-0 record in metrics.jsonl)"},
-      {"train.log_every", Type::kInt, ZT_FIELD(train.log_every), at_least(1), {},
+      {"train.log_every", Type::kInt, ZT_FIELD(train.log_every), count_from(1), {},
        "write a record every N steps to steps.jsonl (step, epoch, loss, g, clipped, learning "
        "rates, samples/s); null = none", "null"},
       {"train.memory_plan", Type::kEnum, ZT_ENUM(train.memory_plan), {}, names_of<MemoryPlan>(),
        "fp32 buffers: lean (PointNet's per-point stack streamed in chunks of points, its widest "
        "layer recomputed for backprop; same results) | whole_batch (keep every activation: "
        "more memory, Full BP faster)"},
-      {"train.memory_limit", Type::kBytes, ZT_FIELD(train.memory_limit), at_least(1), {},
+      {"train.memory_limit", Type::kBytes, ZT_FIELD(train.memory_limit),
+       Range{.lo = 1, .hi = 9e18, .hi_open = true}, {},
        "refuse to start a run whose predicted peak resident memory (memory.predicted_peak_bytes, "
        "also printed by --dry-run) exceeds this: bytes, or a string with a unit, e.g. \"400MiB\" "
        "(B, KiB, MiB, GiB, kB, MB, GB); null = no limit", "null"},
@@ -101,7 +106,7 @@ std::vector<Key> train_keys() {
        "ZO gradient sign: float = dequantise logits and compare float losses (INT8) | "
        "integer = integer-only (INT8*): both losses in fixed-point log2, 16 fractional bits | "
        "integer_eq12 = integer-only by the paper's Eq. 12 as written (whole bits per sample)"},
-      {"int8.dead_zone", Type::kNumberSchedule, ZT_FIELD(int8.dead_zone), at_least(0), {},
+      {"int8.dead_zone", Type::kNumberSchedule, ZT_FIELD(int8.dead_zone), closed(0, 1000), {},
        "float sign: leave the ZO part unchanged on a step whose two passes' mean losses differ "
        "by at most this (nats per sample), since the sign of a close call is mostly noise; "
        "0 = the paper's sgn(l+ - l-) on every step"},
@@ -113,7 +118,7 @@ std::vector<Key> train_keys() {
        "normalised = NITI's: the data set's (p/255 - mean)/std, rounded to 7 bits"},
       {"output.dir", Type::kString, ZT_FIELD(output.dir), {}, {},
        "output directory (empty = runs/<name>)"},
-      {"output.checkpoint_every", Type::kInt, ZT_FIELD(output.checkpoint_every), at_least(0), {},
+      {"output.checkpoint_every", Type::kInt, ZT_FIELD(output.checkpoint_every), count_from(0), {},
        "write a checkpoint every N epochs (0 = only at the end)"},
   };
 }

@@ -11,6 +11,12 @@
 namespace zt::config::detail {
 namespace {
 
+// zo.eps: below kMinEps, eps z is below a float's resolution of the weights (about 1e-7 of
+// their size), so theta + eps z == theta and every estimate is noise or 0; above kMaxEps the
+// perturbation dwarfs the weights (LeNet-5's are about 0.1) and the float rounding of
+// theta + eps z - eps z no longer gives back theta (at 1e30 it gives 0).
+constexpr double kMinEps = 1e-9, kMaxEps = 1;
+
 std::string why(const char* reason) { return *reason ? std::string(": ") + reason : ""; }
 
 // Checks that involve more than one zo.* key (single keys are checked as they are applied).
@@ -113,8 +119,10 @@ bool no_pezo(const ExperimentConfig& c) { return no_pool(c) && no_onthefly(c); }
 
 std::vector<Key> keys() {
   return {
-      {"zo.eps", Type::kNumber, ZT_FIELD(zo.eps), above(0), {}, "ZO perturbation size epsilon"},
-      {"zo.grad_clip", Type::kNumber, ZT_FIELD(zo.grad_clip), above(0), {},
+      {"zo.eps", Type::kNumber, ZT_FIELD(zo.eps), closed(kMinEps, kMaxEps), {},
+       "FP32 ZO perturbation size epsilon (theta +- eps z); outside [1e-6, 0.1] a warning",
+       {}, closed(1e-6, 0.1)},
+      {"zo.grad_clip", Type::kNumber, ZT_FIELD(zo.grad_clip), above(0, kMaxNumber), {},
        "clip the projected ZO gradient to [-grad_clip, grad_clip]"},
       {"zo.estimator", Type::kEnum, ZT_ENUM(zo.estimator), {}, names_of(estimators()),
        "ZO estimator (the Estimators list of --help); two_sided is the paper's"},

@@ -85,6 +85,7 @@ const char* type_name(const Key& k) {
     case Type::kIntSchedule: return "an integer or a schedule";
     case Type::kNumberSchedule: return "a number or a schedule";
     case Type::kBytes: return "a size in bytes";
+    case Type::kName: return "a name";
   }
   return "?";
 }
@@ -109,20 +110,20 @@ std::optional<double> parse_bytes(const std::string& text) {
 }
 
 std::string format_number(double v) {
-  if (std::nearbyint(v) == v && std::fabs(v) < 1e15) return std::to_string(static_cast<std::int64_t>(v));
+  if (std::nearbyint(v) == v && std::fabs(v) < 1e10) return std::to_string(static_cast<std::int64_t>(v));
   std::ostringstream os;
   os << v;
   return os.str();
 }
 
-bool in_range(const Range& r, double v) {
-  if (std::isnan(v)) return false;
-  if (r.lo_open ? !(v > r.lo) : !(v >= r.lo)) return false;
-  if (r.hi_open ? !(v < r.hi) : !(v <= r.hi)) return false;
-  return true;
-}
-
 constexpr std::uint64_t kMaxPartition = 1000000;
+// Strings (paths) beyond this are no path a file system takes (PATH_MAX).
+constexpr std::size_t kMaxStringBytes = 4096;
+
+// The trainers compute in float: a nonzero number below float's smallest normal value would
+// become 0 (an optimizer.lr of 1e-50 would freeze the layers it should train).
+constexpr const char* kFloatSized = "0 or at least 1.2e-38 in magnitude (the trainers compute in float)";
+bool float_sized(double x) { return x == 0 || std::fabs(x) >= 1.17549435e-38; }
 
 // A partition given as text: decimal digits (leading zeros allowed) or a name, any case.
 std::optional<Partition> parse_partition(std::string_view s) {
@@ -159,13 +160,13 @@ class Applier {
       if (!is_section(path)) unknown_key(origin_, path);
       if (!v.is_object()) {
         throw Error(origin_ + ": key '" + path + "' is a section and must be an object, got " +
-                    v.dump());
+                    shown(v));
       }
       apply_object(v, path);
       return;
     }
     if (raw && !v.is_string() &&
-        (k->type == Type::kString || k->type == Type::kEnum)) {
+        (k->type == Type::kString || k->type == Type::kName || k->type == Type::kEnum)) {
       apply(path, Json(*raw), nullptr);
       return;
     }
@@ -178,7 +179,19 @@ class Applier {
  private:
   [[noreturn]] void wrong(const Key& k, const Json& v, const std::string& expected) const {
     throw Error(origin_ + ": key '" + std::string(k.path) + "' must be " + expected + ", got " +
-                v.dump());
+                shown(v));
+  }
+
+  // A value as an error shows it: its JSON text, cut short when long; an array or object holding
+  // arrays or objects only by its kind (a deeply nested one would exhaust the stack of
+  // nlohmann's recursive dump).
+  static std::string shown(const Json& v) {
+    constexpr std::size_t kShown = 80;
+    for (const Json& m : v)  // the members of an array or object, nothing else
+      if (m.is_structured()) return v.is_array() ? "an array" : "an object";
+    const std::string text = v.dump(-1, ' ', false, Json::error_handler_t::replace);
+    if (text.size() <= kShown) return text;
+    return text.substr(0, kShown) + "... (" + std::to_string(text.size()) + " bytes)";
   }
 
   [[noreturn]] void bad_schedule(const Key& k, const std::string& what) const {
@@ -228,6 +241,7 @@ class Applier {
         x = v.get<double>();
       }
       if (!in_range(k.range, x)) wrong(k, v, kind + " " + describe_range(k.range));
+      if (!float_sized(x)) wrong(k, v, kFloatSized);
       s.points.emplace_back(0, x);
       return s;
     }
@@ -243,14 +257,15 @@ class Applier {
       const std::string at = " at epoch " + std::to_string(epoch);
       std::int64_t i = 0;
       if (ints ? !as_int(val, i) : !val.is_number()) {
-        bad_schedule(k, "value " + val.dump() + at + " is not " + kind);
+        bad_schedule(k, "value " + shown(val) + at + " is not " + kind);
       }
       const double x = ints ? static_cast<double>(i) : val.get<double>();
       if (!in_range(k.range, x)) {
         std::string range = describe_range(k.range);
         if (range.rfind("in ", 0) == 0) range = range.substr(3);  // "outside [1, 15]"
-        bad_schedule(k, "value " + val.dump() + at + " is outside " + range);
+        bad_schedule(k, "value " + shown(val) + at + " is outside " + range);
       }
+      if (!float_sized(x)) bad_schedule(k, "value " + shown(val) + at + " must be " + kFloatSized);
       for (const auto& p : s.points) {
         if (p.first == epoch) {
           bad_schedule(k, "schedule key '" + it.key() + "' repeats epoch " +
@@ -261,7 +276,7 @@ class Applier {
     }
     std::sort(s.points.begin(), s.points.end());
     if (s.points.empty() || s.points.front().first != 0) {
-      bad_schedule(k, "schedule must start at epoch 0 (add a \"0\" key), got " + v.dump());
+      bad_schedule(k, "schedule must start at epoch 0 (add a \"0\" key), got " + shown(v));
     }
     // Canonical form: drop points that do not change the value.
     std::vector<std::pair<std::int64_t, double>> kept;
@@ -283,20 +298,10 @@ class Applier {
         k.unset.empty() ? "" : std::string(" or ") + (k.unset == "null" ? "null" : "\"auto\"");
     switch (k.type) {
       case Type::kInt: {
+        // One message for every refusal: the key, its range, what was given.
+        const std::string expected = "an integer " + describe_range(k.range) + or_unset;
         std::int64_t x = 0;
-        if (v.is_number_integer()) {
-          if (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t{INT64_MAX})
-            wrong(k, v, "an integer " + describe_range(k.range));
-          x = v.get<std::int64_t>();
-        } else if (v.is_number_float() && std::nearbyint(v.get<double>()) == v.get<double>() &&
-                   std::fabs(v.get<double>()) < 9e15) {
-          x = static_cast<std::int64_t>(v.get<double>());
-        } else {
-          wrong(k, v, "an integer" + or_unset);
-        }
-        if (!in_range(k.range, static_cast<double>(x))) {
-          wrong(k, v, "an integer " + describe_range(k.range) + or_unset);
-        }
+        if (!as_int(v, x) || !in_range(k.range, static_cast<double>(x))) wrong(k, v, expected);
         if (auto* r = std::get_if<OptIntRef>(&k.ref)) (*r)(cfg_) = x;
         else std::get<IntRef>(k.ref)(cfg_) = x;
         return;
@@ -308,9 +313,11 @@ class Applier {
         std::get<SeedRef>(k.ref)(cfg_) = v.get<std::uint64_t>();
         return;
       case Type::kNumber: {
-        if (!v.is_number()) wrong(k, v, "a number" + or_unset);
+        const std::string expected = "a number " + describe_range(k.range) + or_unset;
+        if (!v.is_number()) wrong(k, v, expected);
         const double x = v.get<double>();
-        if (!in_range(k.range, x)) wrong(k, v, describe_range(k.range) + or_unset);
+        if (!in_range(k.range, x)) wrong(k, v, expected);
+        if (!float_sized(x)) wrong(k, v, kFloatSized);
         if (auto* r = std::get_if<OptNumberRef>(&k.ref)) (*r)(cfg_) = x;
         else std::get<NumberRef>(k.ref)(cfg_) = x;
         return;
@@ -319,10 +326,30 @@ class Applier {
         if (!v.is_boolean()) wrong(k, v, "true or false");
         std::get<BoolRef>(k.ref)(cfg_) = v.get<bool>();
         return;
-      case Type::kString:
-        if (!v.is_string()) wrong(k, v, "a string");
-        std::get<StringRef>(k.ref)(cfg_) = v.get<std::string>();
+      case Type::kString: {
+        const std::string expected =
+            "a string of at most " + std::to_string(kMaxStringBytes) + " bytes without NUL";
+        if (!v.is_string()) wrong(k, v, expected);
+        const std::string& s = v.get_ref<const std::string&>();
+        if (s.size() > kMaxStringBytes || s.find('\0') != std::string::npos) {
+          throw Error(origin_ + ": key '" + std::string(k.path) + "' must be " + expected +
+                      ", got " + std::to_string(s.size()) + " bytes");
+        }
+        std::get<StringRef>(k.ref)(cfg_) = s;
         return;
+      }
+      case Type::kName: {
+        if (!v.is_string()) wrong(k, v, "a string");
+        const std::string& s = v.get_ref<const std::string&>();
+        if (const std::string bad = check_name(s); !bad.empty()) {
+          // The name itself only when it is short enough to show.
+          const std::string got = s.size() <= kMaxNameBytes ? ", got " + v.dump() : "";
+          throw Error(origin_ + ": key '" + std::string(k.path) + "' " + bad + got +
+                      " (it names the run directory runs/<name>)");
+        }
+        std::get<StringRef>(k.ref)(cfg_) = s;
+        return;
+      }
       case Type::kEnum: {
         const std::string expected = "one of " + join(k.choices, ", ");
         if (!v.is_string()) wrong(k, v, expected);
@@ -385,6 +412,27 @@ std::string join(const std::vector<std::string_view>& v, const char* sep) {
   return r;
 }
 
+bool in_range(const Range& r, double v) {
+  if (std::isnan(v)) return false;
+  if (r.lo_open ? !(v > r.lo) : !(v >= r.lo)) return false;
+  if (r.hi_open ? !(v < r.hi) : !(v <= r.hi)) return false;
+  return true;
+}
+
+std::string check_name(const std::string& name) {
+  if (name.empty()) return "must not be empty";
+  if (name.size() > kMaxNameBytes)
+    return "must be at most " + std::to_string(kMaxNameBytes) + " bytes, got " +
+           std::to_string(name.size());
+  if (name == "." || name == "..") return "must not be '.' or '..'";
+  if (name.front() == '-') return "must not start with '-'";
+  for (const char c : name) {
+    if (c == '/' || c == '\\') return "must be one path component (no '/' or '\\')";
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return "must not contain control characters";
+  }
+  return "";
+}
+
 std::string describe_range(const Range& r) {
   const bool lo = std::isfinite(r.lo), hi = std::isfinite(r.hi);
   std::string s;
@@ -408,30 +456,6 @@ std::string partition_text(const Partition& p) {
   return "?";
 }
 
-Json parse_document(const std::string& text, const std::string& origin) {
-  try {
-    return Json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
-  } catch (const Json::parse_error& e) {
-    // e.byte is 1-based; turn it into line and column for the message.
-    std::size_t line = 1, col = 1;
-    const std::size_t end = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
-    for (std::size_t i = 0; i < end; ++i) {
-      if (text[i] == '\n') ++line, col = 1;
-      else ++col;
-    }
-    std::string detail = e.what();
-    // Drop nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 2: ".
-    if (const auto p = detail.find(": "); p != std::string::npos) detail = detail.substr(p + 2);
-    throw Error(origin + ": malformed JSON at line " + std::to_string(line) + ", column " +
-                std::to_string(col) + " (byte " + std::to_string(e.byte) + "): " + detail);
-  } catch (const Json::out_of_range& e) {
-    // A number beyond a double (1e999): nlohmann reports it without a position.
-    std::string detail = e.what();
-    if (const auto p = detail.find("] "); p != std::string::npos) detail = detail.substr(p + 2);
-    throw Error(origin + ": malformed JSON: " + detail + " (beyond the range of a double)");
-  }
-}
-
 void apply_override(ExperimentConfig& cfg, const std::string& ov) {
   const auto eq = ov.find('=');
   if (eq == std::string::npos) {
@@ -447,8 +471,21 @@ void apply_override(ExperimentConfig& cfg, const std::string& ov) {
   } catch (const Json::type_error&) {
     throw Error("--set " + key + ": the value is not valid UTF-8 text");
   }
-  Json v = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (v.is_discarded()) v = text;
+  // JSON when it parses (strictly: a repeated key or a number that under- or overflows is an
+  // error naming the key), else the text itself.
+  // String-valued keys take text that is not a JSON string literal verbatim, whatever it holds.
+  const Key* k = find_key(key);
+  const bool text_key =
+      k && (k->type == Type::kString || k->type == Type::kName || k->type == Type::kEnum);
+  bool not_json = false;
+  Json v;
+  try {
+    v = parse_document(text, "--set " + key, &not_json);
+  } catch (const Error&) {
+    if (!text_key) throw;
+    not_json = true;
+  }
+  if (not_json) v = text;
   Applier(cfg, "--set").apply(key, v, &text);
 }
 

@@ -3,6 +3,8 @@
 //   registry.hpp           lookups over a registry (config/methods.hpp, config/catalogue.hpp)
 //   schema.hpp             a key's description (Type, Key, Range, the field accessors) and a
 //                          section's (Section: its keys, inert-key rules, cross-key check)
+//   document.cpp           reading a config file (at most kMaxConfigBytes) and parsing JSON text
+//                          strictly: no repeated key, no number that under- or overflows a double
 //   parse.cpp              reading values: JSON documents and --set text into the struct, per type
 //   config.cpp             the schema assembled from the sections, the load pipeline, the
 //                          effective-config dump, the --help key list, the inert-key check
@@ -39,8 +41,10 @@ using OrderedJson = nlohmann::ordered_json;
 // kIntSchedule / kNumberSchedule: a Schedule whose values are integers / numbers, each within
 // the key's range (JSON: a plain value, or {"<epoch>": value, ...} containing "0").
 // kBytes: a size in bytes, an integer or a string with a unit ("400MiB", "1.5 GB").
+// kName: a string that becomes one path component (runs/<name>): see check_name().
 enum class Type {
-  kInt, kSeed, kNumber, kBool, kString, kEnum, kPartition, kIntSchedule, kNumberSchedule, kBytes
+  kInt, kSeed, kNumber, kBool, kString, kEnum, kPartition, kIntSchedule, kNumberSchedule, kBytes,
+  kName
 };
 
 using IntRef = std::int64_t& (*)(ExperimentConfig&);
@@ -61,7 +65,9 @@ struct EnumRef {
 using Ref = std::variant<IntRef, SeedRef, NumberRef, StringRef, ScheduleRef, PartitionRef, EnumRef,
                          OptIntRef, OptNumberRef, BoolRef>;
 
-// Numeric range: lo/hi with open or closed ends.
+// Numeric range: lo/hi with open or closed ends. Every kInt / kIntSchedule key's range is finite
+// and inside int (the trainers and loaders take int), every kNumber / kNumberSchedule key's inside
+// ±kMaxNumber (they compute in float); schema() checks this of every key.
 struct Range {
   double lo = -std::numeric_limits<double>::infinity();
   double hi = std::numeric_limits<double>::infinity();
@@ -78,11 +84,20 @@ struct Key {
   // Optional kInt / kNumber keys (OptIntRef / OptNumberRef): how "not set" is written —
   // "auto" (a default chosen at run time) or "null" (none); both are read as not set.
   std::string_view unset = {};
+  // kInt / kNumber: values inside `range` but outside this one are accepted with a warning
+  // ("unusually large"); default: no warning band.
+  Range usual = {};
 };
 
-inline Range at_least(double lo) { return Range{.lo = lo}; }
-inline Range above(double lo) { return Range{.lo = lo, .lo_open = true}; }
+// The largest value of an integer key: int's (the type the trainers and loaders take).
+inline constexpr double kMaxInt = 2147483647.0;
+// The largest magnitude of a number key: the trainers compute in float (FLT_MAX is 3.4e38).
+inline constexpr double kMaxNumber = 1e30;
+
+inline Range above(double lo, double hi) { return Range{.lo = lo, .hi = hi, .lo_open = true}; }
 inline Range closed(double lo, double hi) { return Range{.lo = lo, .hi = hi}; }
+// A count: an integer from lo to int's largest value.
+inline Range count_from(double lo) { return closed(lo, kMaxInt); }
 
 // `+` turns the capture-less lambda into the plain function pointer the variant holds.
 #define ZT_FIELD(member) +[](ExperimentConfig& c) -> decltype(auto) { return (c.member); }
@@ -171,7 +186,6 @@ inline bool points(const ExperimentConfig& c) { return !images(c); }
 
 const std::vector<Key>& schema();          // every key, in order
 const Key* find_key(std::string_view path);  // nullptr when none
-Json parse_document(const std::string& text, const std::string& origin);  // // and /* */ allowed
 void apply_document(ExperimentConfig& cfg, const std::string& origin, const Json& doc);
 // Sets `path` (a key or a section) to `v`; records it in cfg.given.
 void apply_value(ExperimentConfig& cfg, const std::string& origin, const std::string& path,
@@ -179,6 +193,18 @@ void apply_value(ExperimentConfig& cfg, const std::string& origin, const std::st
 void apply_override(ExperimentConfig& cfg, const std::string& ov);  // "dotted.key=value"
 std::string join(const std::vector<std::string_view>& v, const char* sep);
 std::string describe_range(const Range& r);
+bool in_range(const Range& r, double v);
+// A value of kName: "" when `name` is one valid path component, else what is wrong with it.
+std::string check_name(const std::string& name);
+// The text of a config file, at most kMaxConfigBytes (config.hpp) read; throws zt::Error naming
+// the file when it is larger, a directory or unreadable.
+std::string read_config_text(const std::string& path);
+// Strict JSON: `text` parsed (comments allowed) with every repeated key of an object and every
+// number literal that is nonzero but reads as 0 or a subnormal, or beyond a double, an error
+// naming the key and `origin`. Syntax errors throw zt::Error with the line and column, or, when
+// `syntax_error` is not null, set *syntax_error and return null (--set falls back to text).
+Json parse_document(const std::string& text, const std::string& origin,
+                    bool* syntax_error = nullptr);
 std::string partition_text(const Partition& p);
 
 }  // namespace zt::config::detail

@@ -28,6 +28,13 @@ constexpr int kNumClasses = 10;
 constexpr std::uint64_t kMaxBytes = std::uint64_t{1} << 30;
 constexpr std::uint32_t kMaxSide = 4096;
 
+// The items a limit keeps of `count`: the first `limit`, or all when limit is 0 or at least
+// count (a data.train_limit beyond the file is "all of it").
+int kept(std::int64_t limit, int count) {
+  ZT_CHECK(limit >= 0);
+  return limit > 0 && limit < count ? static_cast<int>(limit) : count;
+}
+
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
   throw Error(path + ": " + what);
 }
@@ -215,8 +222,7 @@ std::vector<std::uint8_t> read_maybe_gzip(const std::string& path) {
 }
 
 ImageSet load_idx_pair(const std::string& images_path, const std::string& labels_path,
-                       int limit) {
-  ZT_CHECK(limit >= 0);
+                       std::int64_t limit) {
   Images im = parse_images(images_path);
   std::vector<std::uint8_t> labels = parse_labels(labels_path);
   if (labels.size() != static_cast<std::size_t>(im.h.count)) {
@@ -225,7 +231,7 @@ ImageSet load_idx_pair(const std::string& images_path, const std::string& labels
                 " labels, expected the same count");
   }
   ImageSet set;
-  set.count = (limit > 0 && limit < im.h.count) ? limit : im.h.count;
+  set.count = kept(limit, im.h.count);
   set.rows = im.h.rows;
   set.cols = im.h.cols;
   const std::size_t n_pix = static_cast<std::size_t>(set.count) * set.rows * set.cols;
@@ -255,7 +261,8 @@ namespace {
 // order (so a missing directory is reported the same way every time), the test images the
 // training images' size.
 template <class Splits, class Open>
-Splits both_splits(const std::string& root, int train_limit, int test_limit, Open open) {
+Splits both_splits(const std::string& root, std::int64_t train_limit, std::int64_t test_limit,
+                   Open open) {
   const std::string train_images = find_idx_file(root, "train-images-idx3-ubyte");
   const std::string train_labels = find_idx_file(root, "train-labels-idx1-ubyte");
   const std::string test_images = find_idx_file(root, "t10k-images-idx3-ubyte");
@@ -272,7 +279,8 @@ Splits both_splits(const std::string& root, int train_limit, int test_limit, Ope
 }
 }  // namespace
 
-ImageDataset load_image_dataset(const std::string& root, int train_limit, int test_limit) {
+ImageDataset load_image_dataset(const std::string& root, std::int64_t train_limit,
+                                std::int64_t test_limit) {
   return both_splits<ImageDataset>(root, train_limit, test_limit, load_idx_pair);
 }
 
@@ -368,8 +376,7 @@ class IdxImageFile final : public Samples {
 }  // namespace
 
 ImageSplit open_idx_pair(const std::string& images_path, const std::string& labels_path,
-                         int limit) {
-  ZT_CHECK(limit >= 0);
+                         std::int64_t limit) {
   std::error_code ec;
   if (std::filesystem::is_directory(images_path, ec)) {
     fail(images_path, "is a directory, expected an IDX file");
@@ -413,7 +420,7 @@ ImageSplit open_idx_pair(const std::string& images_path, const std::string& labe
                 labels_path + " holds " + std::to_string(labels.size()) +
                 " labels, expected the same count");
   }
-  const int count = (limit > 0 && limit < h.count) ? limit : h.count;
+  const int count = kept(limit, h.count);
   labels.resize(static_cast<std::size_t>(count));
   ImageSplit split;
   split.rows = h.rows;
@@ -424,7 +431,8 @@ ImageSplit open_idx_pair(const std::string& images_path, const std::string& labe
   return split;
 }
 
-ImageFiles open_image_dataset(const std::string& root, int train_limit, int test_limit) {
+ImageFiles open_image_dataset(const std::string& root, std::int64_t train_limit,
+                              std::int64_t test_limit) {
   return both_splits<ImageFiles>(root, train_limit, test_limit, open_idx_pair);
 }
 

@@ -6,6 +6,7 @@
 // file, and what was expected.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -15,6 +16,15 @@
 #include "zotrain/config/options.hpp"
 
 namespace zt::config {
+
+// Limits of the input (docs/design.md §12, "Config input"): a config file is read up to kMaxConfigBytes
+// and refused beyond; `name` is at most kMaxNameBytes; train.threads and --threads at most
+// kMaxThreads; train.batch_size and bench --batch at most kMaxBatchSize.
+inline constexpr std::size_t kMaxConfigBytes = std::size_t{1} << 20;
+inline constexpr std::size_t kMaxNameBytes = 200;
+inline constexpr int kMaxThreads = 1024;
+// train.batch_size beyond this is a typo (row indices of a batch stay far inside int32).
+inline constexpr int kMaxBatchSize = 1 << 24;
 
 struct DataConfig {
   Dataset dataset = Dataset::kMnist;

@@ -23,9 +23,10 @@ struct ImageSet {
 // Whole file contents, gunzipped when it starts with the gzip magic. Throws zt::Error.
 std::vector<std::uint8_t> read_maybe_gzip(const std::string& path);
 
-// Loads one images/labels pair. limit > 0 keeps only the first `limit` items.
+// Loads one images/labels pair. limit > 0 keeps only the first `limit` items (all of them when
+// the file holds fewer).
 ImageSet load_idx_pair(const std::string& images_path, const std::string& labels_path,
-                       int limit = 0);
+                       std::int64_t limit = 0);
 
 // A dataset directory holds train-images-idx3-ubyte, train-labels-idx1-ubyte,
 // t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte, each optionally with ".gz".
@@ -36,7 +37,8 @@ std::string find_idx_file(const std::string& root, const std::string& stem);
 struct ImageDataset {
   ImageSet train, test;
 };
-ImageDataset load_image_dataset(const std::string& root, int train_limit, int test_limit);
+ImageDataset load_image_dataset(const std::string& root, std::int64_t train_limit,
+                                std::int64_t test_limit);
 
 // One split read by batch from disk (samples.hpp): records are images of rows·cols uint8.
 struct ImageSplit {
@@ -50,11 +52,12 @@ struct ImageSplit {
 // a tmpfs that costs RAM, though not this process's RSS) and read the same way. limit > 0 keeps
 // only the first `limit` items.
 ImageSplit open_idx_pair(const std::string& images_path, const std::string& labels_path,
-                         int limit = 0);
+                         std::int64_t limit = 0);
 
 struct ImageFiles {
   ImageSplit train, test;
 };
-ImageFiles open_image_dataset(const std::string& root, int train_limit, int test_limit);
+ImageFiles open_image_dataset(const std::string& root, std::int64_t train_limit,
+                              std::int64_t test_limit);
 
 }  // namespace zt::data
