@@ -1,6 +1,7 @@
 // The FP32 engine: Fp32Trainer on a Model (docs/design.md §4).
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -78,6 +79,14 @@ class Fp32Engine final : public Engine {
                          "the memory plan with its input batch");
     x_.resize(model_->input_floats() * static_cast<std::size_t>(batch));
     y_.resize(static_cast<std::size_t>(batch));
+    const int seg = model_->bp_segment_start(c_);
+    for (int i = 0; i < model_->size(); ++i)
+      for (const auto& list : {model_->layer(i).params(), model_->layer(i).buffers()})
+        for (nn::ParamTensor* p : list) checked_.push_back({p->data, p->size(), p->name.c_str(), i < seg});
+    if (trainer_->adam_m() != nullptr)
+      for (const char* name : {"optimizer.adam.m", "optimizer.adam.v"})
+        checked_.push_back({std::strcmp(name, "optimizer.adam.m") == 0 ? trainer_->adam_m() : trainer_->adam_v(),
+                            trainer_->bp_params(), name, false});
   }
 
   int partition() const override { return c_; }
@@ -138,7 +147,15 @@ class Fp32Engine final : public Engine {
     trainer_->set_step_number(step_number);
     const StepStats st = trainer_->step(b.x, b.labels, b.n, step_seed, static_cast<float>(lr_),
                                         static_cast<float>(bp_lr_), times);
-    return {st.loss, st.correct, b.n, st.g, st.clipped, -1};
+    EngineStep r;
+    r.loss = st.loss, r.correct = st.correct, r.n = b.n, r.g = st.g, r.clipped = st.clipped;
+    r.nonfinite = find_nonfinite();
+    return r;
+  }
+
+  NonFinite check_finite() override {
+    trainer_->sync_weights();
+    return find_nonfinite();
   }
 
   EvalResult evaluate(BatchSource& b) override {
@@ -228,6 +245,28 @@ class Fp32Engine final : public Engine {
   }
 
  private:
+  // The divergence guard after every update (README, "What zotrain guarantees"): θ (one
+  // contiguous storage), the BatchNorm buffers and Adam's m and v, one pass each; the tensor is
+  // looked up only when a pass fails.
+  NonFinite find_nonfinite() const {
+    const std::size_t bp = trainer_->bp_params();
+    const bool ok = all_finite(model_->param_data(), model_->num_params()) &&
+                    all_finite(model_->buffer_data(), model_->num_buffer_floats()) &&
+                    (trainer_->adam_m() == nullptr ||
+                     (all_finite(trainer_->adam_m(), bp) && all_finite(trainer_->adam_v(), bp)));
+    if (ok) return {};
+    for (const Checked& c : checked_)
+      if (!all_finite(c.data, c.n)) return {c.name, c.zo};
+    return {};
+  }
+
+  struct Checked {  // a tensor of the state, in layer order
+    const float* data;
+    std::size_t n;
+    const char* name;
+    bool zo;
+  };
+
   config::ExperimentConfig cfg_;
   int batch_, c_ = 0;
   std::unique_ptr<nn::Model> model_;
@@ -236,6 +275,7 @@ class Fp32Engine final : public Engine {
   double lr_ = 0, bp_lr_ = 0;
   std::vector<float> x_;
   std::vector<std::uint8_t> y_;
+  std::vector<Checked> checked_;
 };
 
 }  // namespace
@@ -270,6 +310,18 @@ const std::string& checkpoint_meta(const TensorFile& f, const std::string& key,
   auto it = f.metadata.find(key);
   if (it == f.metadata.end()) throw Error(path + ": checkpoint metadata lacks '" + key + "'");
   return it->second;
+}
+
+// |x| as bits is at least 0x7f800000 (every exponent bit set) exactly for an Inf or a NaN; an
+// integer max reduction, which compilers vectorise (a float sum of x·0 would need -ffast-math).
+bool all_finite(const float* x, std::size_t n) {
+  std::uint32_t worst = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t b;
+    std::memcpy(&b, x + i, sizeof b);
+    worst = std::max(worst, b & 0x7fffffffu);
+  }
+  return worst < 0x7f800000u;
 }
 
 }  // namespace zt::run
