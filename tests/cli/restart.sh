@@ -4,7 +4,8 @@
 # 1. a run killed (SIGKILL) before its first checkpoint: `--resume DIR` starts it afresh from
 #    DIR/config.json, says so, and ends with the uninterrupted run's weights and its records once;
 # 2. a directory with neither a checkpoint nor config.json is still an error: exit 2 naming
-#    DIR/config.json;
+#    DIR/config.json; a dry run's directory (how docs/board.md sets one up) is started by
+#    `--resume DIR`, to the same weights;
 # 3. checkpoints by time (output.checkpoint_minutes, here tiny: after every step, mid-epoch):
 #    killed with SIGKILL at random moments, every kill loses at most one step, checkpoints land
 #    mid-epoch, and the resumed runs end with the uninterrupted run's weights, bit for bit.
@@ -85,6 +86,15 @@ set +e; "${zotrain}" --resume "${dir}" --no-progress -q > /dev/null 2> "${dir}.l
 grep -qF "${dir}/config.json" "${dir}.log" || fail "nothing to resume: the error does not name config.json: $(cat "${dir}.log")"
 [[ -z "$(ls -A "${dir}")" ]] || fail "nothing to resume: something was written"
 echo "neither checkpoint nor config.json: $(grep -o 'error .*' "${dir}.log")"
+dir="${out}/dry"
+"${zotrain}" "${args[@]}" --output-dir "${dir}" --dry-run > /dev/null 2> "${dir}.log" ||
+  fail "dry run: exit $?: $(tail -3 "${dir}.log")"
+"${zotrain}" --resume "${dir}" --no-progress > /dev/null 2> "${dir}.log" ||
+  fail "--resume of a dry run's directory: exit $?: $(tail -3 "${dir}.log")"
+grep -qF "no checkpoint yet: starting the run afresh from ${dir}/config.json" "${dir}.log" ||
+  fail "--resume of a dry run's directory: the start is not logged: $(cat "${dir}.log")"
+finished "${dir}" "${ref}" "--resume of a dry run's directory"
+echo "a dry run's directory: --resume started the run, same weights"
 
 # --- 3. Checkpoints by time, after every step: SIGKILL at random steps, --resume, to the end.
 dir="${out}/by-time"
