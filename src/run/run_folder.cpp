@@ -31,9 +31,10 @@ bool take_claim(const std::string& dir) {
     throw Error(f + ": cannot create (" + std::strerror(errno) + ")");
   }
   const std::string pid = std::to_string(::getpid()) + "\n";
-  const bool ok = ::write(fd, pid.data(), pid.size()) == static_cast<ssize_t>(pid.size());
+  const ssize_t w = ::write(fd, pid.data(), pid.size());
+  const std::string why = w < 0 ? std::strerror(errno) : "a short write";
   ::close(fd);
-  if (!ok) throw Error(f + ": cannot write");
+  if (w != static_cast<ssize_t>(pid.size())) throw Error(f + ": cannot write (" + why + ")");
   return true;
 }
 
@@ -69,9 +70,11 @@ std::string identity(const std::string& path) {
 
 // Takes DIR/.zotrain-lock (creating it) with flock, without waiting, and writes the holder into
 // it: the descriptor, or -1 with `holder` set to what the file says when another process holds it.
+// The lock is held on a read-only descriptor (the holder is written through another, closed at
+// once), so it never keeps the file system from being remounted read-only.
 int try_lock(const std::string& dir, std::string& holder) {
   const std::string f = dir + "/" + kLockFile;
-  const int fd = ::open(f.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  const int fd = ::open(f.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) throw Error(f + ": cannot open the run directory's lock (" + std::strerror(errno) + ")");
   int rc;
   while ((rc = ::flock(fd, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {
@@ -92,8 +95,11 @@ int try_lock(const std::string& dir, std::string& holder) {
   ::gethostname(host, sizeof host - 1);
   const std::string me = "pid " + std::to_string(::getpid()) + " on host " + host + ", started " +
                          telemetry::utc_now() + "\n";
-  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
-    const int err = errno;
+  const int w = ::open(f.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  const bool ok = w >= 0 && ::write(w, me.data(), me.size()) == static_cast<ssize_t>(me.size());
+  const int err = errno;
+  if (w >= 0) ::close(w);
+  if (!ok) {
     ::close(fd);
     throw Error(f + ": cannot write the run directory's lock (" + std::strerror(err) + ")");
   }
