@@ -315,8 +315,10 @@ std::string divergence_message(const config::ExperimentConfig& cfg, const Diverg
              ? fmt::format("The last good checkpoint, {}, is kept: lower the learning rate in {}/config.json "
                            "and continue with --resume {}.",
                            folder.checkpoint_path(), folder.dir(), folder.dir())
-             : std::string("No checkpoint had been written yet (output.checkpoint_every, "
-                           "output.checkpoint_minutes).");
+             : fmt::format("No checkpoint had been written yet (output.checkpoint_every, "
+                           "output.checkpoint_minutes): lower the learning rate in {}/config.json "
+                           "and start the run again with --resume {}.",
+                           folder.dir(), folder.dir());
   return msg;
 }
 
