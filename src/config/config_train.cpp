@@ -120,6 +120,9 @@ std::vector<Key> train_keys() {
        "output directory (empty = runs/<name>)"},
       {"output.checkpoint_every", Type::kInt, ZT_FIELD(output.checkpoint_every), count_from(0), {},
        "write a checkpoint every N epochs (0 = only at the end)"},
+      {"output.checkpoint_minutes", Type::kNumber, ZT_FIELD(output.checkpoint_minutes), closed(0, 525600), {},
+       "also write a checkpoint, mid-epoch if need be, once this many minutes of wall time have "
+       "passed since the last one, so a power cut loses at most that (0 = off; at most a year)"},
   };
 }
 

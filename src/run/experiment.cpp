@@ -71,10 +71,12 @@ int run_experiment(const RunRequest& req) {
                                     : Mode::kFresh;
   RunFolder folder(req.output_dir, "runs/" + cfg.name, mode);
   folder.check();
+  // --resume of a run killed before its first checkpoint: started afresh from its config.json.
+  const bool resume = req.resume && !folder.restarts();
   TensorFile resume_file;
   std::string optimizer_read;
   RunState st;
-  if (req.resume) {
+  if (resume) {
     resume_file = read_safetensors(folder.checkpoint_path());
     // The checkpoint's model and run state, before the optimizer file it names.
     check_checkpoint(resume_file, folder.checkpoint_path(), cfg, C);
@@ -89,9 +91,9 @@ int run_experiment(const RunRequest& req) {
   }
   // The checkpoint's tensors go into the engine before the output directory is touched, so one
   // that does not fit the model is refused with nothing written.
-  const std::string source = req.resume ? folder.checkpoint_path() : req.init_from;
+  const std::string source = resume ? folder.checkpoint_path() : req.init_from;
   try {
-    if (req.resume) {
+    if (resume) {
       engine->load(resume_file, source);
     } else if (!req.init_from.empty()) {
       engine->init_from(init_file, source);
@@ -136,13 +138,16 @@ int run_experiment(const RunRequest& req) {
     spdlog::info("dry run: wrote {}/config.json and summary.json", folder.dir());
     return 0;
   }
-  if (req.resume) {
+  if (folder.restarts()) {
+    spdlog::info("no checkpoint yet: starting the run afresh from {}/config.json", folder.dir());
+  } else if (resume) {
     finish_interrupted_save(folder.checkpoint_path(), optimizer_read);
-    // Keep the records of finished epochs (and the epoch-0 evaluation) and of earlier steps.
+    // Keep the records of finished epochs (and the epoch-0 evaluation, unless the run resumes
+    // before its first step, which writes it again) and of earlier steps.
     folder.truncate_records(
         "metrics.jsonl",
         [](const json& j, std::int64_t epoch) { return j.value("epoch", std::int64_t{0}) <= epoch; },
-        st.epoch);
+        st.global_step == 0 && effective.train.eval_at_start ? -1 : st.epoch);
     folder.truncate_records(
         "steps.jsonl",
         [](const json& j, std::int64_t step) { return j.value("step", std::int64_t{0}) <= step; },
@@ -151,6 +156,10 @@ int run_experiment(const RunRequest& req) {
                  st.step_in_epoch, st.global_step);
   } else if (!req.init_from.empty()) {
     spdlog::info("initialised parameters from {}", req.init_from);
+    // config.json does not say where the parameters came from: a checkpoint of them, before
+    // config.json, makes --resume of a run killed before its first own checkpoint start from
+    // them too (never afresh from a random initialisation).
+    save_checkpoint(folder.checkpoint_path(), *engine, effective, st);
   }
   folder.write_config(effective);
 
@@ -162,11 +171,11 @@ int run_experiment(const RunRequest& req) {
     stop_signal = StopSignals::signal();
   }
 
-  if (r.diverged) {  // never overwrite the last good checkpoint with these weights
-    spdlog::error("{}", divergence_message(effective, r.bad_step, st, folder));
+  // Never overwrite the last good checkpoint with non-finite weights (also when interrupted).
+  if (r.diverged || !save_checkpoint_if_finite(effective, *engine, folder, st, r)) {
+    spdlog::error("{}", divergence_message(effective, r.divergence, folder));
     return kExitDiverged;
   }
-  save_checkpoint(folder.checkpoint_path(), *engine, effective, st);
   if (r.interrupted) {
     spdlog::warn("interrupted: checkpoint saved to {} (continue with --resume {})",
                  folder.checkpoint_path(), folder.dir());

@@ -83,6 +83,14 @@ class Fp32Engine final : public Engine {
                          "the memory plan with its input batch");
     x_.resize(model_->input_floats() * static_cast<std::size_t>(batch));
     y_.resize(static_cast<std::size_t>(batch));
+    const int seg = model_->bp_segment_start(c_);
+    for (int i = 0; i < model_->size(); ++i)
+      for (const auto& list : {model_->layer(i).params(), model_->layer(i).buffers()})
+        for (nn::ParamTensor* p : list) checked_.push_back({p->data, p->size(), p->name.c_str(), i < seg});
+    if (trainer_->adam_m() != nullptr)
+      for (const char* name : {"optimizer.adam.m", "optimizer.adam.v"})
+        checked_.push_back({std::strcmp(name, "optimizer.adam.m") == 0 ? trainer_->adam_m() : trainer_->adam_v(),
+                            trainer_->bp_params(), name, false});
   }
 
   int partition() const override { return c_; }
@@ -143,7 +151,15 @@ class Fp32Engine final : public Engine {
     trainer_->set_step_number(step_number);
     const StepStats st = trainer_->step(b.x, b.labels, b.n, step_seed, static_cast<float>(lr_),
                                         static_cast<float>(bp_lr_), times);
-    return {st.loss, st.correct, b.n, st.g, st.clipped, -1};
+    EngineStep r;
+    r.loss = st.loss, r.correct = st.correct, r.n = b.n, r.g = st.g, r.clipped = st.clipped;
+    r.nonfinite = find_nonfinite();
+    return r;
+  }
+
+  NonFinite check_finite() override {
+    trainer_->sync_weights();
+    return find_nonfinite();
   }
 
   EvalResult evaluate(BatchSource& b) override {
@@ -259,6 +275,28 @@ class Fp32Engine final : public Engine {
   }
 
  private:
+  // The divergence guard after every update (README, "What zotrain guarantees"): θ (one
+  // contiguous storage), the BatchNorm buffers and Adam's m and v, one pass each; the tensor is
+  // looked up only when a pass fails.
+  NonFinite find_nonfinite() const {
+    const std::size_t bp = trainer_->bp_params();
+    const bool ok = all_finite(model_->param_data(), model_->num_params()) &&
+                    all_finite(model_->buffer_data(), model_->num_buffer_floats()) &&
+                    (trainer_->adam_m() == nullptr ||
+                     (all_finite(trainer_->adam_m(), bp) && all_finite(trainer_->adam_v(), bp)));
+    if (ok) return {};
+    for (const Checked& c : checked_)
+      if (!all_finite(c.data, c.n)) return {c.name, c.zo};
+    return {};
+  }
+
+  struct Checked {  // a tensor of the state, in layer order
+    const float* data;
+    std::size_t n;
+    const char* name;
+    bool zo;
+  };
+
   config::ExperimentConfig cfg_;
   int batch_, c_ = 0;
   std::unique_ptr<nn::Model> model_;
@@ -267,6 +305,7 @@ class Fp32Engine final : public Engine {
   double lr_ = 0, bp_lr_ = 0;
   std::vector<float> x_;
   std::vector<std::uint8_t> y_;
+  std::vector<Checked> checked_;
 };
 
 }  // namespace
@@ -357,6 +396,14 @@ const std::string& checkpoint_meta(const TensorFile& f, const std::string& key,
   auto it = f.metadata.find(key);
   if (it == f.metadata.end()) throw Error(path + ": checkpoint metadata lacks '" + key + "'");
   return it->second;
+}
+
+// x − x is 0 for every finite x and NaN for ±Inf and NaN: a subtraction, a compare and an AND
+// per element, which compilers vectorise without -ffast-math (NEON, SSE2, AVX).
+bool all_finite(const float* x, std::size_t n) {
+  int ok = 1;
+  for (std::size_t i = 0; i < n; ++i) ok &= static_cast<int>(x[i] - x[i] == 0.0f);
+  return ok != 0;
 }
 
 }  // namespace zt::run

@@ -215,6 +215,9 @@ class Int8Engine final : public Engine {
             100.0 * static_cast<double>(correct) / static_cast<double>(total)};
   }
 
+  // Integer weights and exponents only: nothing can be non-finite.
+  NonFinite check_finite() override { return {}; }
+
   void save(TensorFile& f) const override {
     for (int i = 0; i < net_->size(); ++i) {
       const nn::Int8Layer& l = net_->layer(i);

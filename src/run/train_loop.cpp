@@ -141,6 +141,8 @@ LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunDa
                                              : epochs * per_epoch;
   rep.start(planned, st.global_step);
   LoopResult r;
+  r.divergence.partition = engine.partition();
+  r.divergence.layers = engine.num_parametric();
   if (cfg.train.eval_at_start && st.global_step == 0) {  // the epoch-0 record
     RunState start = st;
     start.epoch = -1;
@@ -155,6 +157,15 @@ LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunDa
                  r.last_eval.test.loss, r.last_eval.test.accuracy);
   }
   StepLog steps(folder, cfg.train.log_every);
+  // output.checkpoint_minutes: a checkpoint once that much wall time has passed since the last
+  // one (or the start), mid-epoch at the step it falls on; a power cut loses at most that.
+  using Clock = std::chrono::steady_clock;
+  const double every_seconds = cfg.output.checkpoint_minutes * 60.0;
+  Clock::time_point last_checkpoint = Clock::now();
+  const auto time_due = [&] {
+    return every_seconds > 0 &&
+           std::chrono::duration<double>(Clock::now() - last_checkpoint).count() >= every_seconds;
+  };
   bool stopped_early = false;
   for (; st.epoch < epochs; ++st.epoch) {
     const json hyper = engine.begin_epoch(st.epoch);
@@ -172,9 +183,13 @@ LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunDa
       const EngineStep s =
           engine.step(batcher, static_cast<int>(st.step_in_epoch), step_seed,
                       static_cast<std::uint64_t>(st.global_step), st.acc.times);
-      if (!std::isfinite(s.loss) || !std::isfinite(s.g)) {  // the weights are garbage from here
+      // A non-finite loss, gradient or tensor after the update: the weights are garbage from here.
+      if (!std::isfinite(s.loss) || !std::isfinite(s.g) || s.nonfinite) {
         r.diverged = true;
-        r.bad_step = s;
+        r.divergence.step = st.global_step + 1;
+        r.divergence.epoch = st.epoch + 1;
+        r.divergence.step_in_epoch = st.step_in_epoch + 1;
+        r.divergence.stats = s;
         break;
       }
       EpochAcc& a = st.acc;
@@ -192,9 +207,20 @@ LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunDa
       ++st.global_step;
       steps.after(st, per_epoch, s, hyper);
       rep.step(st.epoch, epochs, st.global_step, a.loss_sum / static_cast<double>(a.samples), s.n);
+      // By time, mid-epoch: the state a stop signal at the next step would save (the epoch's last
+      // step is checkpointed below, after its record).
+      if (st.step_in_epoch + 1 < per_epoch && time_due()) {
+        RunState next = st;
+        ++next.step_in_epoch;
+        if (!save_checkpoint_if_finite(cfg, engine, folder, next, r)) break;
+        last_checkpoint = Clock::now();
+      }
     }
     rep.end_epoch();
     if (r.interrupted || r.diverged || (stopped_early && st.step_in_epoch == 0)) break;
+    // zo.cache_direction: the last step's update, still pending, checked before anything of the
+    // epoch is evaluated or written.
+    if (state_diverged(engine, st, r)) break;
 
     // End of the epoch (or a max_steps stop inside it): evaluate and report.
     const bool last = st.epoch + 1 == epochs || stopped_early;
@@ -212,27 +238,63 @@ LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunDa
     st.train_seconds += st.acc.times.total();
     st.acc = EpochAcc{};
     st.step_in_epoch = 0;
-    if (cfg.output.checkpoint_every > 0 && (st.epoch + 1) % cfg.output.checkpoint_every == 0 &&
-        st.epoch + 1 < epochs) {
+    const bool every = cfg.output.checkpoint_every > 0 &&
+                       (st.epoch + 1) % cfg.output.checkpoint_every == 0;
+    if (st.epoch + 1 < epochs && (every || time_due())) {
       RunState next = st;
       ++next.epoch;
-      save_checkpoint(folder.checkpoint_path(), engine, cfg, next);
+      if (!save_checkpoint_if_finite(cfg, engine, folder, next, r)) break;
+      last_checkpoint = Clock::now();
     }
   }
   return r;
 }
 
+bool state_diverged(Engine& engine, const RunState& st, LoopResult& r) {
+  const NonFinite bad = engine.check_finite();
+  if (!bad) return false;
+  // The state's last step made it (with zo.cache_direction: its update, applied just now).
+  r.diverged = true;
+  r.divergence.step = st.global_step;
+  r.divergence.epoch = st.step_in_epoch > 0 ? st.epoch + 1 : st.epoch;
+  r.divergence.step_in_epoch = st.step_in_epoch;
+  r.divergence.stats = EngineStep{};
+  r.divergence.stats.nonfinite = bad;
+  r.divergence.partition = engine.partition();
+  r.divergence.layers = engine.num_parametric();
+  return true;
+}
 
-std::string divergence_message(const config::ExperimentConfig& cfg, const EngineStep& s,
-                               const RunState& st, const RunFolder& folder) {
+bool save_checkpoint_if_finite(const config::ExperimentConfig& cfg, Engine& engine,
+                               const RunFolder& folder, const RunState& st, LoopResult& r) {
+  if (state_diverged(engine, st, r)) return false;
+  save_checkpoint(folder.checkpoint_path(), engine, cfg, st);
+  return true;
+}
+
+std::string divergence_message(const config::ExperimentConfig& cfg, const Divergence& d,
+                               const RunFolder& folder) {
+  const EngineStep& s = d.stats;
+  const std::string where =
+      d.step == 0 ? std::string("before the first step")
+      : d.step_in_epoch > 0
+          ? fmt::format("at step {} (epoch {}, step {} of the epoch)", d.step, d.epoch, d.step_in_epoch)
+          : fmt::format("at step {} (epoch {}, its last step)", d.step, d.epoch);
+  const int C = d.partition, L = d.layers;
+  std::string what;
+  if (s.nonfinite)
+    what = fmt::format("tensor '{}' of the {} holds Inf or NaN after the update", s.nonfinite.tensor,
+                       s.nonfinite.zo ? fmt::format("ZO layers 1..{}", C)
+                                      : fmt::format("backprop layers {}..{}", C + 1, L));
+  else
+    what = fmt::format("the {} is {}", std::isfinite(s.loss) ? "ZO gradient estimate" : "batch loss",
+                       std::isfinite(s.loss) ? s.g : s.loss);
   std::string msg = fmt::format(
-      "training diverged at step {} (epoch {}, step {} of the epoch): the {} is {}; stopped "
-      "before writing anything from it. Likely cause: ",
-      st.global_step + 1, st.epoch + 1, st.step_in_epoch + 1,
-      std::isfinite(s.loss) ? "ZO gradient estimate" : "batch loss",
-      std::isfinite(s.loss) ? s.g : s.loss);
-  const bool zo = cfg.method.name != config::Method::kFullBp;
-  const bool bp = cfg.method.name != config::Method::kFullZo;
+      "training diverged {}: {}; stopped before writing anything from it. Likely cause: ", where, what);
+  // The parts the evidence points at: a tensor's own part, else every part the method has.
+  const bool zo = s.nonfinite ? s.nonfinite.zo : cfg.method.name != config::Method::kFullBp;
+  const bool bp = s.nonfinite ? !s.nonfinite.zo : cfg.method.name != config::Method::kFullZo;
+  const bool has_zo = cfg.method.name != config::Method::kFullBp;
   const auto value = [](const std::optional<double>& v) {
     return v ? fmt::format("{}", *v) : std::string("auto");
   };
@@ -245,14 +307,22 @@ std::string divergence_message(const config::ExperimentConfig& cfg, const Engine
   }
   if (bp)
     causes.push_back(fmt::format("optimizer.{} = {} too large for the backprop part",
-                                 zo ? "bp_lr" : "lr", value(zo ? cfg.optimizer.bp_lr : cfg.optimizer.lr)));
+                                 has_zo ? "bp_lr" : "lr",
+                                 value(has_zo ? cfg.optimizer.bp_lr : cfg.optimizer.lr)));
+  // A backprop tensor overflowing behind a ZO part may be the ZO weights' doing: they feed it.
+  if (bp && !zo && has_zo)
+    causes.push_back(fmt::format("optimizer.lr = {} of the ZO part, whose outputs feed it",
+                                 value(cfg.optimizer.lr)));
   for (std::size_t i = 0; i < causes.size(); ++i) msg += (i ? "; " : "") + causes[i];
   msg += ". ";
   msg += fs::exists(folder.checkpoint_path())
              ? fmt::format("The last good checkpoint, {}, is kept: lower the learning rate in {}/config.json "
                            "and continue with --resume {}.",
                            folder.checkpoint_path(), folder.dir(), folder.dir())
-             : std::string("No checkpoint had been written yet (output.checkpoint_every).");
+             : fmt::format("No checkpoint had been written yet (output.checkpoint_every, "
+                           "output.checkpoint_minutes): lower the learning rate in {}/config.json "
+                           "and start the run again with --resume {}.",
+                           folder.dir(), folder.dir());
   return msg;
 }
 

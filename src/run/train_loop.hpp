@@ -1,6 +1,8 @@
 // The training loop of a run (src/run/experiment.cpp composes it): epochs of engine steps from
 // a run state on, with evaluation, metrics.jsonl and steps.jsonl records, progress, checkpoints at
-// epoch ends, and stops on a signal, on train.max_steps or on a non-finite loss.
+// epoch ends (output.checkpoint_every) and by wall time (output.checkpoint_minutes, mid-epoch),
+// and stops on a signal, on train.max_steps or on divergence (a non-finite loss, ZO gradient or
+// tensor of the state).
 #pragma once
 
 #include <cstdint>
@@ -20,10 +22,18 @@ struct Evals {
 };
 Evals evaluate_all(Engine& engine, RunData& rd);
 
+// Where and how a run diverged: the step (1-based: global, its epoch and its index in the epoch,
+// 0 = the epoch's last) whose loss, ZO gradient or update was not finite.
+struct Divergence {
+  std::int64_t step = 0, epoch = 0, step_in_epoch = 0;
+  EngineStep stats;  // its loss and g; stats.nonfinite: the tensor
+  int partition = 0, layers = 0;  // C and L
+};
+
 struct LoopResult {
   bool interrupted = false;
-  bool diverged = false;  // a non-finite loss or ZO gradient: stopped after that step
-  EngineStep bad_step;
+  bool diverged = false;  // stopped after that step, nothing from it written
+  Divergence divergence;
   Evals last_eval;
 };
 
@@ -46,11 +56,19 @@ class StopSignals {
 LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunData& rd,
                       const RunFolder& folder, Reporter& rep, RunState& st);
 
-// Exit code of a run stopped by a non-finite loss or gradient (README, zotrain --help).
+// Whether the state after `st`'s last step (a pending deferred ZO update applied) holds a
+// non-finite tensor (Engine::check_finite); if so, records that step in r.divergence.
+bool state_diverged(Engine& engine, const RunState& st, LoopResult& r);
+// Writes the checkpoint of `st` (the state after its last step) unless the state holds a
+// non-finite tensor (state_diverged); then writes nothing and returns false.
+bool save_checkpoint_if_finite(const config::ExperimentConfig& cfg, Engine& engine,
+                               const RunFolder& folder, const RunState& st, LoopResult& r);
+
+// Exit code of a run stopped by divergence (README, zotrain --help).
 constexpr int kExitDiverged = 3;
-// What a diverged run prints: where, what, the likely causes with their current values, and the
-// checkpoint that is left as it was.
-std::string divergence_message(const config::ExperimentConfig& cfg, const EngineStep& s,
-                               const RunState& st, const RunFolder& folder);
+// What a diverged run prints: where, what (the loss, the gradient, or the tensor and its part),
+// the likely causes with their current values, and the checkpoint that is left as it was.
+std::string divergence_message(const config::ExperimentConfig& cfg, const Divergence& d,
+                               const RunFolder& folder);
 
 }  // namespace zt::run

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Divergence guard: a run whose loss becomes NaN stops at that step with exit code 3 and a
 # message naming the step and the learning rate, and leaves the last good checkpoint as it was
-# (byte for byte), for FP32 Full BP, Full ZO and ElasticZO.
+# (byte for byte), for FP32 Full BP, Full ZO and ElasticZO. The guard is also on the weights
+# after every update: ElasticZO with optimizer.lr 1e10 (the largest the config accepts) blows
+# up the ZO weights within a few steps, a tensor (the backprop tail's Adam moments) overflows,
+# and the run stops naming the tensor, its part and the ZO learning rate. (An update still
+# pending under zo.cache_direction when a run stops is checked by EngineGuard.* and
+# Experiment.NonFiniteWeightsNeverReachACheckpoint, which can set a learning rate of +inf.)
 # Usage: divergence.sh ZOTRAIN REPO OUTDIR
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -36,4 +41,49 @@ for method in full_bp full_zo elastic_zo; do
     --set optimizer.bp_lr=0.001 --no-progress -q > /dev/null 2>&1 || fail "${method}: resume after divergence failed"
   echo "${method}: stopped with exit 3, checkpoint kept, resumed"
 done
+# all_finite FILE: every F32 tensor of a safetensors file is finite.
+all_finite() {
+  /usr/bin/python3 - "$1" <<'PY'
+import array, json, math, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+header = json.loads(b[8:8 + n])
+bad = []
+for name, t in header.items():
+    if name == "__metadata__" or t["dtype"] != "F32":
+        continue
+    lo, hi = t["data_offsets"]
+    a = array.array("f", b[8 + n + lo:8 + n + hi])
+    if sys.byteorder != "little":
+        a.byteswap()
+    k = sum(1 for x in a if not math.isfinite(x))
+    if k:
+        bad.append(f"{name}: {k}")
+sys.exit(f"non-finite weights: {bad}" if bad else 0)
+PY
+}
+
+# weights_guard NAME SETTINGS...: one good epoch, then --resume with SETTINGS: exit 3, the message
+# names the step, a tensor and its part and optimizer.lr, and the checkpoint is unchanged and
+# finite.
+weights_guard() {
+  local name="$1" dir="${out}/$1"; shift
+  "${zotrain}" "${base[@]}" --set method.name=elastic_zo --set train.epochs=1 --output-dir "${dir}" \
+    > /dev/null 2>&1 || fail "${name}: the first epoch failed"
+  before="$(sha256sum < "${dir}/checkpoint.safetensors")"
+  set +e
+  "${zotrain}" --resume "${dir}" "$@" --no-progress -q > /dev/null 2> "${dir}.log"
+  code=$?
+  set -e
+  [[ ${code} -eq 3 ]] || fail "${name}: exit ${code}, expected 3: $(tail -2 "${dir}.log")"
+  grep -q "training diverged at step [0-9]* (epoch 2, .*: tensor '[a-z0-9_.]*' of the \(ZO layers 1\|backprop layers [0-9]\)\.\.[0-9]" "${dir}.log" ||
+    fail "${name}: the message does not name the step and the tensor's part: $(cat "${dir}.log")"
+  grep -q "optimizer.lr = \(1e+10\|10000000000\) \(too large for the ZO part\|of the ZO part, whose outputs feed it\)" "${dir}.log" ||
+    fail "${name}: the message does not name the learning rate: $(cat "${dir}.log")"
+  grep -q "last good checkpoint" "${dir}.log" || fail "${name}: the message does not point at the checkpoint"
+  [[ "$(sha256sum < "${dir}/checkpoint.safetensors")" == "${before}" ]] || fail "${name}: the checkpoint changed"
+  all_finite "${dir}/checkpoint.safetensors" || fail "${name}: the kept checkpoint is not finite"
+  echo "${name}: stopped with exit 3 ($(grep -o "tensor '[^']*' of the [A-Za-z]* layers [0-9.]*" "${dir}.log")), checkpoint kept and finite"
+}
+weights_guard elastic_zo-lr1e10 --set train.epochs=2 --set optimizer.lr=1e10
 echo "divergence: guarded"

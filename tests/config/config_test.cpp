@@ -170,6 +170,7 @@ TEST(ConfigTest, OutOfRange) {
       {R"({"optimizer": {"decay": {"every_epochs": -1}}})", "optimizer.decay.every_epochs",
        "in [0, 2147483647]"},
       {R"({"output": {"checkpoint_every": -1}})", "output.checkpoint_every", "in [0, 2147483647]"},
+      {R"({"output": {"checkpoint_minutes": -1}})", "output.checkpoint_minutes", "in [0, 525600]"},
       {R"({"int8": {"r_max": 0}})", "int8.r_max", "in [1, 127]"},
       {R"({"int8": {"r_max": 128}})", "int8.r_max", "in [1, 127]"},
       {R"({"int8": {"b_zo": 0}})", "int8.b_zo", "in [1, 7]"},
@@ -293,7 +294,7 @@ TEST(ConfigTest, RoundTrip) {
 TEST(ConfigTest, DumpAndHelpListEveryKey) {
   const std::string dump = to_json_text(ExperimentConfig{});
   const std::string help = keys_help();
-  ASSERT_EQ(key_names().size(), 56u);
+  ASSERT_EQ(key_names().size(), 57u);
   for (const std::string& k : key_names()) {
     const std::string leaf = k.substr(k.rfind('.') + 1);
     EXPECT_NE(dump.find("\"" + leaf + "\""), std::string::npos) << k;

@@ -329,6 +329,108 @@ TEST(Experiment, ResumeRefusesMalformedRunStateMetadata) {
   }
 }
 
+// --resume DIR with `sets` applied to DIR/config.json.
+RunRequest resume_with(const fs::path& dir, const std::vector<std::string>& sets) {
+  RunRequest r = resume_without_limit(dir);
+  r.cfg = config::load_config((dir / "config.json").string(), sets);
+  return r;
+}
+
+nlohmann::json summary_of(const fs::path& d) {
+  return nlohmann::json::parse(std::ifstream(d / "summary.json"));
+}
+
+std::string file_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+// A run killed before its first checkpoint (here: its checkpoint, optimizer state and summary
+// gone, a partial epoch logged) is started afresh from its config.json by --resume, to the
+// uninterrupted run's weights, its records written once.
+TEST(Experiment, ResumeWithoutACheckpointStartsAfreshFromConfigJson) {
+  const std::vector<std::string> sets = {"train.epochs=2", "train.eval_at_start=true",
+                                         "train.log_every=1"};
+  const auto a = fresh_dir("restart-straight"), b = fresh_dir("restart-killed");
+  ASSERT_EQ(run_experiment(tiny(a.string(), sets)), 0);
+  ASSERT_EQ(run_experiment(tiny(b.string(), sets)), 0);
+  for (const char* f : {"checkpoint.safetensors", "optimizer.safetensors", "summary.json"})
+    fs::remove(b / f);
+  std::ofstream(b / "metrics.jsonl", std::ios::app) << "{\"epoch\": 3, \"trai";
+  ASSERT_EQ(run_experiment(resume_without_limit(b)), 0);
+  EXPECT_EQ(summary_of(b)["weights_digest"], summary_of(a)["weights_digest"]);
+  EXPECT_EQ(count_lines(b / "metrics.jsonl"), 3u);  // epochs 0, 1, 2
+  EXPECT_EQ(count_lines(b / "steps.jsonl"), count_lines(a / "steps.jsonl"));
+  EXPECT_EQ(file_bytes(b / "config.json"), file_bytes(a / "config.json"));
+}
+
+// Checkpoints by time (here after every step, mid-epoch) leave the results as they were, also
+// with zo.cache_direction, whose pending update each checkpoint applies early.
+TEST(Experiment, TimeCheckpointsLeaveTheResultsAsTheyWere) {
+  for (const char* cached : {"false", "true"}) {
+    SCOPED_TRACE(std::string("zo.cache_direction=") + cached);
+    const std::vector<std::string> sets = {"train.epochs=2", "output.checkpoint_every=0",
+                                           "data.train_limit=64", "data.test_limit=32",
+                                           std::string("zo.cache_direction=") + cached};
+    auto timed = sets;
+    timed.push_back("output.checkpoint_minutes=1e-9");
+    const auto a = fresh_dir(std::string("untimed-") + cached), b = fresh_dir(std::string("timed-") + cached);
+    ASSERT_EQ(run_experiment(tiny(a.string(), sets)), 0);
+    ASSERT_EQ(run_experiment(tiny(b.string(), timed)), 0);
+    EXPECT_EQ(summary_of(b)["weights_digest"], summary_of(a)["weights_digest"]);
+  }
+}
+
+// A learning rate set on the config directly: the config refuses one above 1e10
+// (src/config/config_train.cpp), and the guard must hold whatever reaches the run.
+RunRequest with_lr(RunRequest r, double lr) {
+  r.cfg.optimizer.lr = lr;
+  return r;
+}
+
+// Weights that overflow while the loss stays finite (ElasticZO, optimizer.lr 1e308, +inf as a
+// float: the ZO layers feed the backprop tail finite values) stop the run with exit 3, and no
+// checkpoint is written from them: the last good one is kept byte for byte.
+TEST(Experiment, NonFiniteWeightsNeverReachACheckpoint) {
+  const auto a = fresh_dir("overflow");
+  ASSERT_EQ(run_experiment(tiny(a.string())), 0);
+  const std::string kept = file_bytes(a / "checkpoint.safetensors");
+  EXPECT_EQ(run_experiment(with_lr(resume_with(a, {"train.epochs=2"}), 1e308)), 3);
+  EXPECT_EQ(file_bytes(a / "checkpoint.safetensors"), kept);
+
+  // zo.cache_direction: the last step's update is pending when train.max_steps stops the run;
+  // the final checkpoint applies it, finds it non-finite and is not written.
+  const auto c = fresh_dir("overflow-deferred");
+  EXPECT_EQ(run_experiment(with_lr(tiny(c.string(), {"method.name=full_zo", "zo.cache_direction=true",
+                                                     "train.max_steps=1"}),
+                                    1e308)),
+            3);
+  EXPECT_FALSE(fs::exists(c / "checkpoint.safetensors"));
+}
+
+// An --init-from run writes its starting point as a checkpoint first (config.json does not say
+// where its weights came from): diverged at once, that checkpoint is the last good one, and
+// --resume from it gives the run that started from the same weights.
+TEST(Experiment, InitFromRunsCheckpointTheirStart) {
+  const auto src = fresh_dir("init-start-source");
+  ASSERT_EQ(run_experiment(tiny(src.string(), {"train.max_steps=3"})), 0);
+  const std::vector<std::string> sets = {"train.eval_at_start=true"};
+  const auto a = fresh_dir("init-start-straight"), b = fresh_dir("init-start-diverged");
+  RunRequest ra = tiny(a.string(), sets);
+  ra.init_from = src.string();
+  ASSERT_EQ(run_experiment(ra), 0);
+  auto bad = sets;
+  bad.push_back("optimizer.lr=1e10");
+  RunRequest rb = tiny(b.string(), bad);
+  rb.init_from = src.string();
+  ASSERT_EQ(run_experiment(rb), 3);
+  const TensorFile start = read_safetensors((b / "checkpoint.safetensors").string());
+  EXPECT_EQ(start.metadata.at("global_step"), "0");
+  ASSERT_EQ(run_experiment(resume_with(b, {"optimizer.lr=0.0003"})), 0);
+  EXPECT_EQ(summary_of(b)["weights_digest"], summary_of(a)["weights_digest"]);
+  EXPECT_EQ(count_lines(b / "metrics.jsonl"), count_lines(a / "metrics.jsonl"));
+}
+
 TEST(Experiment, ResumeRejectsAMissingCheckpoint) {
   const auto d = fresh_dir("no-ckpt");
   RunRequest r = tiny(d.string());

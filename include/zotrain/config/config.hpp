@@ -112,6 +112,7 @@ struct Int8Config {
 struct OutputConfig {
   std::string dir = "";                // empty = runs/<name>
   std::int64_t checkpoint_every = 1;   // epochs; 0 = only at the end
+  double checkpoint_minutes = 30;      // also by wall time since the last one (mid-epoch); 0 = off
 };
 
 struct ExperimentConfig {

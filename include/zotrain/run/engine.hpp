@@ -61,6 +61,14 @@ struct RunData {
 RunData load_run_data(const config::ExperimentConfig& cfg, const std::string& root, int batch,
                       std::size_t model_input_floats, std::uint64_t seed);
 
+// A tensor of the training state (a parameter, a BatchNorm buffer, optimizer state) that holds
+// an Inf or a NaN after an update.
+struct NonFinite {
+  const char* tensor = nullptr;  // its name (valid while the engine lives); nullptr: all finite
+  bool zo = false;               // of the ZO layers 1..C (else of the backprop layers C+1..L)
+  explicit operator bool() const { return tensor != nullptr; }
+};
+
 struct EngineStep {
   double loss = 0;         // mean loss of the batch
   int correct = 0;         // argmax hits of the last forward pass
@@ -69,6 +77,10 @@ struct EngineStep {
   bool clipped = false;
   int sign_agree = -1;     // int8 ZO: 1 if the integer and float signs agree, 0 if not; −1 n/a
   int sign_agree_eq12 = -1;  // the same for Eq. 12 as written
+  // The state after the step's update, checked (FP32): the first non-finite tensor, if any.
+  // With zo.cache_direction the step's last ZO update may still be pending: check_finite()
+  // applies and checks it.
+  NonFinite nonfinite;
 };
 
 struct EvalResult {
@@ -106,6 +118,9 @@ class Engine {
   virtual EngineStep step(BatchSource& source, int index, std::uint64_t step_seed,
                           std::uint64_t step_number, telemetry::PhaseTimes& times) = 0;
   virtual EvalResult evaluate(BatchSource& test) = 0;
+  // The state as save() would write it (a pending deferred ZO update applied first): the first
+  // tensor holding an Inf or a NaN, if any. Int8: integers only, always finite. Allocates nothing.
+  virtual NonFinite check_finite() = 0;
 
   // Parameters and optimizer state into a checkpoint (metadata: only engine-specific keys).
   virtual void save(TensorFile& f) const = 0;
@@ -139,5 +154,7 @@ void refuse_unknown_tensors(const TensorFile& f, const std::vector<std::string>&
                             const std::string& model, const std::string& path);
 const std::string& checkpoint_meta(const TensorFile& f, const std::string& key,
                                    const std::string& path);
+// Whether the n floats at x are all finite (no Inf, no NaN): one vectorisable pass.
+bool all_finite(const float* x, std::size_t n);
 
 }  // namespace zt::run

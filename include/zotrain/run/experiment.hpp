@@ -19,7 +19,8 @@ struct RunRequest {
   // (run/run_folder.hpp), claimed atomically when the run starts.
   std::string output_dir;
   bool dry_run = false;
-  bool resume = false;      // continue from output_dir/checkpoint.safetensors
+  bool resume = false;      // continue from output_dir/checkpoint.safetensors (none yet: start
+                            // the run afresh from output_dir/config.json)
   bool overwrite = false;   // allow a non-empty output_dir for a fresh run
   std::string init_from;    // checkpoint whose parameters initialise a fresh run
   ProgressMode progress = ProgressMode::kOff;

@@ -6,9 +6,17 @@
 // Claiming: a run owns its directory from claim() on. A numbered default directory
 // (runs/<name>, runs/<name>-2, ...) is claimed by creating its claim file with O_EXCL, so runs
 // started at the same moment never share one; an explicit directory must be empty (or
-// --overwrite) for a fresh run and hold a checkpoint for --resume. A dry run writes only
-// config.json and summary.json and claims nothing: a directory that holds only a dry run's
+// --overwrite) for a fresh run and hold a checkpoint for --resume — or, a run killed before its
+// first checkpoint, its config.json: the run starts afresh from it (restarts()). A dry run writes
+// only config.json and summary.json and claims nothing: a directory that holds only a dry run's
 // files counts as empty (the next run, dry or not, replaces them).
+//
+// One writer per directory: claim() takes an advisory lock (flock on DIR/.zotrain-lock, without
+// waiting) that the run holds until the RunFolder is destroyed (the kernel drops it when the
+// process dies, however it dies), and writes its pid, host and start time into that file; every
+// process that writes a run directory (fresh, --overwrite, --resume, --dry-run) takes it, and a
+// second one is refused (zt::Error naming the directory and the holder) before it changes
+// anything. The lock file alone does not make a directory hold files.
 #pragma once
 
 #include <cstdint>
@@ -26,12 +34,20 @@ class RunFolder {
   // `dir` empty: the first free numbered directory under `numbered_base` (e.g. runs/quickstart),
   // chosen when claim() runs.
   RunFolder(std::string dir, std::string numbered_base, Mode mode);
+  ~RunFolder();  // releases the lock
+  RunFolder(const RunFolder&) = delete;
+  RunFolder& operator=(const RunFolder&) = delete;
 
   // Checks that an explicit directory may be used (fresh: empty unless overwrite; resume: holds
-  // a checkpoint); throws zt::Error naming the directory. Creates nothing.
-  void check() const;
-  // Takes the directory (creating it); from here on the run writes into it. A fresh run removes
-  // outputs an earlier run left (overwrite).
+  // a checkpoint, or config.json and no finished run's summary); throws zt::Error naming the
+  // directory. Creates nothing; notes the checkpoint it saw, which claim() expects unchanged.
+  void check();
+  // Resume of a directory without a checkpoint: the run starts afresh from its config.json.
+  bool restarts() const;
+  // Takes the directory (creating it) and its lock; from here on the run writes into it. A fresh
+  // run removes outputs an earlier run left (overwrite; a restart keeps config.json). Throws
+  // zt::Error when another process holds the lock, or (resume) when the checkpoint changed since
+  // check().
   void claim();
   const std::string& dir() const { return dir_; }
   std::string path(const char* file) const { return dir_ + "/" + file; }
@@ -49,6 +65,8 @@ class RunFolder {
  private:
   std::string dir_, base_;
   Mode mode_;
+  int lock_fd_ = -1;
+  std::string checkpoint_seen_;  // check(): the checkpoint's identity (empty: none)
 };
 
 }  // namespace zt::run
