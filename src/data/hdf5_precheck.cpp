@@ -100,7 +100,9 @@ Heap check_table(File& f, std::uint64_t base, const Table& t) {
 }
 
 // The messages of the version 1 object header at `at`, with their continuations, as (type,
-// flags, data) to `visit`; stops quietly where the header cannot be parsed (left to HDF5).
+// flags, data) to `visit`; stops quietly where the header cannot be parsed (left to HDF5). A
+// block of messages (the header's own, or a continuation) must lie in the file: libhdf5
+// allocates a block's stated length before it reads the block.
 template <class Visit>
 void for_each_message(File& f, std::uint64_t base, std::uint64_t at, Visit visit) {
   const std::string oh = f.read(at, 16);
@@ -108,6 +110,13 @@ void for_each_message(File& f, std::uint64_t base, std::uint64_t at, Visit visit
   std::uint64_t left = uint_at(oh, 2, 2);
   std::vector<std::pair<std::uint64_t, std::uint64_t>> blocks = {{at + 16, uint_at(oh, 8, 4)}};
   for (std::size_t k = 0; k < blocks.size() && left > 0; ++k) {
+    const auto [block_at, block_bytes] = blocks[k];
+    if (block_at > f.size() || block_bytes > f.size() - block_at) {
+      f.fail("the object header at byte " + std::to_string(at) + " has " +
+             (k == 0 ? std::string("a message block") : std::string("a continuation block")) +
+             " of " + std::to_string(block_bytes) + " bytes at byte " + std::to_string(block_at) +
+             ", which does not fit in the file (" + std::to_string(f.size()) + " bytes)");
+    }
     const std::string m =
         f.read(blocks[k].first, std::min<std::uint64_t>(blocks[k].second, 1 << 16));
     for (std::size_t i = 0; left > 0 && i + 8 <= m.size(); --left) {

@@ -352,6 +352,29 @@ TEST(ModelNet40Test, DriverInfoBlockLargerThanTheFileIsRefused) {
                              "does not fit in the file (1133 bytes)"});
 }
 
+// An object header whose block of messages claims more bytes than the file holds (2 GB here):
+// libhdf5 allocates a block's stated length before reading it, so the check refuses it first,
+// naming the header. The root group's header is at the address of the superblock's root entry
+// (version 0: bytes 64-71); its block length is bytes 8-11 of the header.
+TEST(ModelNet40Test, ObjectHeaderBlockLargerThanTheFileIsRefused) {
+  Root r;
+  const std::string p = r.train(ply_sets(2, 8));
+  std::vector<std::uint8_t> b = testing::file_bytes(p);
+  ASSERT_GT(b.size(), 72u);
+  ASSERT_EQ(b[8], 0) << "expected a version 0 superblock";
+  std::uint64_t header = 0;
+  for (int i = 7; i >= 0; --i) header = (header << 8) | b[64 + i];
+  ASSERT_LT(header + 12, b.size());
+  ASSERT_EQ(b[header], 1) << "expected a version 1 object header";
+  const std::uint32_t huge = 0x7ffffff0u;
+  for (int i = 0; i < 4; ++i) b[header + 8 + i] = std::uint8_t(huge >> (8 * i));
+  std::ofstream(p, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+  expect_error([&] { r.load(); },
+               {p, "corrupt HDF5 file: the object header at byte " + std::to_string(header),
+                "a message block of 2147483632 bytes", "does not fit in the file"});
+}
+
 // Writes ply_sets(2, 8) with 'data' chunked (chunk dims `chunk`, extendible in its first
 // dimension) through the filters `filters` sets on its dcpl; the label stays contiguous.
 template <class Filters>
