@@ -112,9 +112,10 @@ int main(int argc, char** argv) {
              "checkpoint.safetensors (weights), optimizer.safetensors (Adam state). Logs and progress\n"
              "go to stderr, results to stdout.\n"
              "Exit codes: 0 ok, 1 internal error, 2 bad input (a config, flag, data file or\n"
-             "checkpoint; or train.memory_limit exceeded) or an output file that cannot be written\n"
+             "checkpoint; a run directory another zotrain is writing; or train.memory_limit\n"
+             "exceeded) or an output file that cannot be written\n"
              "(a full disk, a read-only file system: the last checkpoint is kept),\n"
-             "3 training diverged (a non-finite loss or gradient; the last checkpoint is kept),\n"
+             "3 training diverged (a non-finite loss, gradient or weight; the last checkpoint is kept),\n"
              "130 / 143 interrupted by Ctrl-C / SIGTERM (checkpoint saved).\n"
              "Example: zotrain --config configs/quickstart.json --set method.partition=3 --set optimizer.lr=0.002");
   std::string config_path, output_dir, resume_dir, init_from;
@@ -131,7 +132,8 @@ int main(int argc, char** argv) {
   app.add_flag("--dry-run", dry_run,
                "Build the model and the memory plan, validate the data, write summary.json; no training");
   app.add_option("--resume", resume_dir,
-                 "Continue the run in DIR from its checkpoint (uses DIR/config.json; --set still applies)");
+                 "Continue the run in DIR from its checkpoint, or start it from DIR/config.json when it has "
+                 "none yet (--set still applies; one process per DIR: a second is refused)");
   app.add_option("--init-from", init_from,
                  "Initialise parameters from a checkpoint (a run directory or a .safetensors "
                  "file), then train afresh");
