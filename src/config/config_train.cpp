@@ -26,7 +26,7 @@ std::vector<Key> optimizer_keys() {
        "optimizer of the backprop part"},
       {"optimizer.lr", Type::kNumber, ZT_FIELD(optimizer.lr), closed(0, kMaxLr), {},
        "learning rate of the ZO part (and of the BP part unless bp_lr is set); auto = the "
-       "method's default (README, Defaults); 0 freezes those layers; above 100 a warning "
+       "method's default (docs/guide/defaults.md); 0 freezes those layers; above 100 a warning "
        "(zo.preset pmt's int8 steps use 10 to 30)", "auto", closed(0, kUsualLr)},
       {"optimizer.bp_lr", Type::kNumber, ZT_FIELD(optimizer.bp_lr), closed(0, kMaxLr), {},
        "learning rate of the backprop part; null = optimizer.lr when that is set, else the "

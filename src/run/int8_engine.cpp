@@ -190,7 +190,7 @@ class Int8Engine final : public Engine {
                 static_cast<double>(ns[static_cast<std::size_t>(p)]) * 1e-9);
   }
 
-  // Poor Man's Training's global η: optimizer.lr, or the int8 default (README, "Defaults").
+  // Poor Man's Training's global η: optimizer.lr, or the int8 default (docs/guide/defaults.md).
   double lr_base() const {
     if (cfg_.optimizer.lr) return *cfg_.optimizer.lr;
     if (cfg_.zo.node_perturbation) return kDefaultInt8PmtLrNodes;

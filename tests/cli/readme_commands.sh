@@ -2,7 +2,9 @@
 # Runs the README's commands, so the README cannot rot. Every ```sh block whose fence says
 # `readme-test` runs whole, and one that says `readme-test-last` runs its last `&&` command
 # (the rest installs and builds), in a scratch directory laid out like the checkout (configs/,
-# scripts/ and data/mnist-subset linked) with the built zotrain first on PATH. A ```sh block that runs
+# scripts/ and data/mnist-subset linked, the built zotrain at build/host/zotrain). The blocks run
+# one after another as one session: what a block exports (the README's own `export PATH=...`)
+# holds for the blocks after it; nothing is put on PATH here. A ```sh block that runs
 # zotrain on a shipped config must carry one of these, or `readme-skip` (then the README says
 # why next to it); otherwise the test fails and names the line.
 #   readme_commands.sh README BIN_DIR SOURCE_DIR
@@ -15,11 +17,12 @@ ln -s "${src}/configs" "${work}/configs"
 ln -s "${src}/scripts" "${work}/scripts"
 ln -s "${src}/data/mnist-subset" "${work}/data/mnist-subset"
 ln -s "${bin_dir}/zotrain" "${work}/build/host/zotrain"
-export PATH="${bin_dir}:${PATH}"
 # The README's sweep takes core-share locks in the temporary directory: this test's own, so a
 # sweep running elsewhere on the machine does not hold it back (tests/cli/sweep.sh).
 mkdir -p "${work}/tmp"
 export TMPDIR="${work}/tmp"
+
+: > "${work}/session.env"
 
 # Splits the README into block files <n>.<mode>.<line>.sh, mode = test | last | skip | none.
 awk -v dir="${work}" '
@@ -49,7 +52,9 @@ for f in "${work}"/*.sh; do
   esac
   echo "---- README line ${line}:"
   echo "${script}"
-  if (cd "${work}" && bash -euo pipefail -c "${script}"); then
+  # The session: the environment the blocks before exported, then this block, then its exports.
+  if (cd "${work}" && bash -euo pipefail -c "source '${work}/session.env'; ${script}
+export -p > '${work}/session.env'"); then
     ran=$((ran + 1))
   else
     echo "README line ${line}: the block failed" >&2

@@ -1,6 +1,6 @@
 // End to end on the bundled MNIST subset (6,000 train / 1,000 test): one epoch of Full BP and
 // of ElasticZO reaches a stated accuracy.
-// Thresholds sit well below what the code reaches (README, "Defaults": Full BP 86.7 %,
+// Thresholds sit well below what the code reaches (docs/guide/defaults.md: Full BP 86.7 %,
 // ElasticZO Cls1 79.5 % after one epoch) and far above chance (10 %), so a wrong gradient,
 // a sign error or a broken perturbation fails them.
 #include <gtest/gtest.h>
@@ -51,7 +51,7 @@ TEST(EndToEnd, ElasticZoCls1OneEpoch) {
 }
 
 // Int8 on the whole bundled subset, batch 256 (23 steps per epoch). Measured after one epoch:
-// NITI Full BP 61.9 %, ElasticZO-INT8 Cls1 (float sign) 61.9 % (README, "Int8").
+// NITI Full BP 61.9 %, ElasticZO-INT8 Cls1 (float sign) 61.9 % (docs/guide/int8.md).
 TEST(EndToEnd, Int8FullBpOneEpoch) {
   const auto s = run("int8-full-bp", {"data.train_limit=null", "method.name=full_bp"},
                      "/tests/fixtures/int8.json");
