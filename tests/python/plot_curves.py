@@ -193,6 +193,13 @@ with tempfile.TemporaryDirectory() as t:
         check("B merged: 2 runs, epoch 2, mean 80.5", lines[1] == ["B", "2", "2", "80.500",
                                                                    "75.00", "86.00", "7.778"],
               str(lines[1]))
+    # Two runs of different settings given one label stay one line: the default keys are those
+    # that vary within one DIR.
+    run_dir(os.path.join(t, "p1"), [60, 70], {"seed": 1, "optimizer": {"lr": 0.001}})
+    run_dir(os.path.join(t, "p2"), [62, 72], {"seed": 2, "optimizer": {"lr": 0.002}})
+    fig, ax = figure(os.path.join(t, "p1") + "=P", os.path.join(t, "p2") + "=P")
+    labels = [ln.get_label() for ln in lines_of(ax)]
+    check("one label over two DIRs: one line", labels == ["P (n=2)"], str(labels))
     check("PNG written", os.path.getsize(png) > 1000 if os.path.exists(png) else False)
     check("no temporary left", not os.path.exists(png + ".tmp.png"))
 
