@@ -78,4 +78,18 @@ for png in fig2 fig3 fig4 fig5 fig6 fig7; do
   [[ -s "${f}" && "$(head -c 8 "${f}" | od -An -tx1 | tr -d ' \n')" == 89504e470d0a1a0a ]] ||
     fail "${png}.png missing or not a PNG"
 done
+# Figs. 2-3 with one epoch: each method's point is drawn (markers), not a one-point line that
+# shows nothing; the axes take the left of the image, the legend sits beside them.
+/usr/bin/python3 - "${out}/report" <<'EOF' || fail "fig2/fig3.png: a method's curve is not visible"
+import sys
+import matplotlib.image
+from matplotlib.colors import to_rgb
+for name in ("fig2", "fig3"):
+    img = matplotlib.image.imread(f"{sys.argv[1]}/{name}.png")[:, :, :3]
+    axes = img[:, : int(img.shape[1] * 0.7)]
+    for colour in ("tab:red", "tab:orange", "tab:green", "tab:blue"):
+        close = abs(axes - to_rgb(colour)).max(axis=2) < 0.08
+        if close.sum() < 40:
+            sys.exit(f"{name}.png: {colour}: {close.sum()} pixels in the axes")
+EOF
 echo "reproduce: every script's smoke pass wrote its table and figures"
