@@ -6,7 +6,7 @@
 #   scripts/install-deps.sh --cross    also what the whole test suite needs: the aarch64 and armhf
 #                                      cross compilers, qemu-user and mmdebstrap, the arm64 and
 #                                      armhf sysroots in /opt/zotrain-cross/<arch>
-#                                      (scripts/make-sysroot.sh), python3-torch, python3-h5py (64-bit)
+#                                      (scripts/make-sysroot.sh), python3-torch and -h5py (64-bit)
 # Only host packages go through the host's dpkg: no foreign architecture is added, so the
 # host's `apt-get update` never fetches an arm64 or armhf index.
 # apt-get waits up to 10 minutes for the dpkg lock and retries transient mirror errors

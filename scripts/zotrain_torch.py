@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """A zotrain run in PyTorch: its checkpoint as a torch.nn.Module, its test set, its accuracy.
 
-    python3 scripts/zotrain_torch.py RUN_DIR
+    /usr/bin/python3 scripts/zotrain_torch.py RUN_DIR
 
 loads RUN_DIR/checkpoint.safetensors with RUN_DIR/config.json (model.arch, model.precision,
 data.dataset, data.root, data.test_limit, data.points, int8.input, int8.batchnorm,
@@ -35,10 +35,15 @@ import os
 import struct
 import sys
 
-import numpy as np
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+try:
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError as e:
+    print(f"zotrain_torch: {e.name} is missing: run with Debian's /usr/bin/python3 and "
+          "python3-torch (scripts/install-deps.sh --cross installs it)", file=sys.stderr)
+    sys.exit(2)
 
 # The image sets' normalisation (src/config/catalogue.cpp).
 NORMALISATION = {"mnist": (0.1307, 0.3081), "fashion_mnist": (0.2860, 0.3530)}
@@ -74,7 +79,8 @@ def read_safetensors(path):
         if name == "__metadata__":
             continue
         if t["dtype"] not in DTYPES:
-            raise InputError(f"{path}: tensor {name} has dtype {t['dtype']}, expected F32, I8 or I32")
+            raise InputError(f"{path}: tensor {name} has dtype {t['dtype']}, "
+                             "expected F32, I8 or I32")
         b, e = t["data_offsets"]
         a = np.frombuffer(data[b:e], dtype=DTYPES[t["dtype"]])
         if a.size != math.prod(t["shape"]):
@@ -220,10 +226,12 @@ def load_model(run_dir, checkpoint=None):
     if arch == "lenet5":
         model = LeNet5(bias=precision == "fp32")
     elif arch == "pointnet":
-        bn = "fp32" if precision == "fp32" else ("batch" if _int8(cfg).get("batchnorm", True) else None)
+        bn = "fp32" if precision == "fp32" else (
+            "batch" if _int8(cfg).get("batchnorm", True) else None)
         model = PointNet(bn=bn, bias=precision == "fp32")
     else:
-        raise InputError(f"{run_dir}/config.json: model.arch is {arch!r}, expected lenet5 or pointnet")
+        raise InputError(f"{run_dir}/config.json: model.arch is {arch!r}, "
+                         "expected lenet5 or pointnet")
     expected = {k for k in model.state_dict() if not k.endswith("num_batches_tracked")}
     if set(state) != expected:
         missing, extra = sorted(expected - set(state)), sorted(set(state) - expected)
@@ -255,7 +263,7 @@ def image_transform(pixels, dataset, precision="fp32", int8_input="shift"):
         return (np.floor(p / 2) * 2.0 ** -7).astype(np.float32)
     mean, std = NORMALISATION[dataset]
     v = (p / 255.0 - mean) / std
-    if precision == "int8":  # "normalised": round(v · 2^(7 − ⌈log2 R⌉)), R over the 256 bytes
+    if precision == "int8":  # normalised: round(v · 2^(7 − ⌈log2 R⌉)), R over all 256 bytes
         r = max(abs((0 - mean) / std), abs((1 - mean) / std))
         k = 7 - math.ceil(math.log2(r))
         v = np.clip(_round_away(v * 2.0 ** k), -127, 127) * 2.0 ** -k
@@ -271,7 +279,8 @@ def test_set(run_dir):
     """(x, y): the run's test inputs (transformed as the run transforms them) and labels."""
     cfg = run_config(run_dir)
     data = cfg.get("data", {})
-    dataset, limit, precision = data.get("dataset", "mnist"), data.get("test_limit"), _precision(cfg)
+    dataset, limit = data.get("dataset", "mnist"), data.get("test_limit")
+    precision = _precision(cfg)
     root = _data_root(run_dir, cfg)
     if dataset in NORMALISATION:
         x = load_idx(os.path.join(root, "t10k-images-idx3-ubyte.gz"))[:limit]
@@ -285,7 +294,11 @@ def test_set(run_dir):
         import h5py
     except ImportError:
         raise InputError("PointNet runs need python3-h5py (apt-get install python3-h5py)")
-    files = sorted(f for f in os.listdir(root) if f.startswith("ply_data_test") and f.endswith(".h5"))
+    try:
+        files = sorted(f for f in os.listdir(root)
+                       if f.startswith("ply_data_test") and f.endswith(".h5"))
+    except OSError as e:
+        raise InputError(f"{root}: cannot list the data directory ({e.strerror})")
     if not files:
         raise InputError(f"{root}: no ply_data_test*.h5 files")
     points = data.get("points", 1024)
