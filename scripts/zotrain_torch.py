@@ -17,6 +17,9 @@ As a module (five lines):
     x, y = zt.test_set("runs/quickstart")                  # the run's inputs, transformed
     print(zt.accuracy(model, x, y))                        # percent, as summary.json
 
+(int8 PointNet standardises per evaluated batch: pass zt.eval_batch_size(run) as accuracy's
+batch_size, as evaluate_run(run) does.)
+
 FP32 (docs/design.md §2, §13): the state dict loads with strict names; the accuracy is the run's
 (to within an FP32 sum's rounding flipping a near-tied argmax). Int8 (docs/design.md §5): the
 model is the dequantised float model, weights w · 2^exponent, no biases, the input rounded as
