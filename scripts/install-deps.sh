@@ -6,7 +6,7 @@
 #   scripts/install-deps.sh --cross    also what the whole test suite needs: the aarch64 and armhf
 #                                      cross compilers, qemu-user and mmdebstrap, the arm64 and
 #                                      armhf sysroots in /opt/zotrain-cross/<arch>
-#                                      (scripts/make-sysroot.sh), and python3-torch (64-bit hosts)
+#                                      (scripts/make-sysroot.sh), python3-torch and -h5py (64-bit)
 # Only host packages go through the host's dpkg: no foreign architecture is added, so the
 # host's `apt-get update` never fetches an arm64 or armhf index.
 # apt-get waits up to 10 minutes for the dpkg lock and retries transient mirror errors
@@ -36,10 +36,11 @@ host_pkgs=(build-essential cmake ninja-build pkg-config libcli11-dev libspdlog-d
            parallel python3-matplotlib clang libclang-rt-dev llvm strace)
 # The target libraries are not here: they go into the sysroots (scripts/make-sysroot.sh).
 cross_pkgs=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user mmdebstrap)
-# The checkpoint round trip with PyTorch (tests/python/torch_interop.py; also bench/'s reference).
+# The checkpoint round trip with PyTorch (tests/python/torch_interop.py; also bench/'s reference);
+# python3-h5py: its PointNet cases read the point clouds (scripts/zotrain_torch.py).
 # Debian builds it for 64-bit architectures only; where it has no candidate that test skips.
 if [[ "$(dpkg --print-architecture)" == amd64 || "$(dpkg --print-architecture)" == arm64 ]]; then
-  cross_pkgs+=(python3-torch)
+  cross_pkgs+=(python3-torch python3-h5py)
 fi
 
 installed() {  # for the host architecture or "all"
