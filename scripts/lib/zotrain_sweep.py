@@ -119,8 +119,9 @@ def is_done(out, name):
     return os.path.exists(os.path.join(out, "runs", name, "summary.json"))
 
 
-class Stopped(Exception):
-    """The driver got SIGHUP or SIGTERM; its jobs were stopped (their checkpoints saved)."""
+class Stopped(KeyboardInterrupt):
+    """The driver got SIGHUP or SIGTERM; its jobs were stopped (their checkpoints saved). A
+    KeyboardInterrupt, so that callers handling Ctrl-C (scripts/lib/paper.py) handle it too."""
 
     def __init__(self, signum):
         super().__init__(signal.Signals(signum).name)
@@ -239,7 +240,9 @@ def run_all(out, runs, jobs=1, sshloginfile=None, zotrain=None, parallel_args=()
     def on_signal(signum, _frame):
         got.append(signum)
 
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGHUP, signal.SIGTERM)}
+    # Under nohup SIGHUP stays ignored: the sweep then outlives the terminal, as asked.
+    caught = [s for s in (signal.SIGHUP, signal.SIGTERM) if signal.getsignal(s) != signal.SIG_IGN]
+    old = {s: signal.signal(s, on_signal) for s in caught}
     proc = subprocess.Popen(cmd, start_new_session=True)
     stopping = False
     try:
