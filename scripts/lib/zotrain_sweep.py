@@ -119,14 +119,103 @@ def is_done(out, name):
     return os.path.exists(os.path.join(out, "runs", name, "summary.json"))
 
 
-def run_all(out, runs, jobs=1, sshloginfile=None, zotrain=None, parallel_args=()):
+class Stopped(KeyboardInterrupt):
+    """The driver got SIGHUP or SIGTERM; its jobs were stopped (their checkpoints saved). A
+    KeyboardInterrupt, so that callers handling Ctrl-C (scripts/lib/paper.py) handle it too."""
+
+    def __init__(self, signum):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def short_keys(keys):
+    """A key's last component when no other key shares it, else the whole key."""
+    leaves = [k.rsplit(".", 1)[-1] for k in keys]
+    return {k: (leaf if leaves.count(leaf) == 1 else k) for k, leaf in zip(keys, leaves)}
+
+
+def pct(v):
+    return f"{v:.1f} %" if isinstance(v, (int, float)) else "?"
+
+
+class Progress:
+    """Reads GNU parallel's job log as it grows and says one line per finished run."""
+
+    def __init__(self, out, runs, todo_runs, joblog):
+        self.out, self.joblog, self.total = out, joblog, len(runs)
+        self.count = len(runs) - len(todo_runs)
+        self.todo = {r.name: r for r in todo_runs}
+        keys = []
+        for r in runs:
+            keys += [k for k in r.labels if k not in keys]
+        self.short = short_keys(keys)
+        self.offset = 0
+        self.partial = ""
+
+    def poll(self):
+        try:
+            with open(self.joblog) as f:
+                f.seek(self.offset)
+                text = f.read()
+                self.offset = f.tell()
+        except OSError:
+            return
+        text = self.partial + text
+        lines = text.split("\n")
+        self.partial = lines.pop()
+        for line in lines:
+            self.finished(line)
+
+    def finished(self, line):
+        fields = line.split("\t")
+        if len(fields) < 9 or fields[0] == "Seq":
+            return
+        command = fields[8].rstrip().rstrip("'\"")
+        run = next((r for n, r in self.todo.items() if command.endswith("/" + n + ".json")),
+                   None)
+        if run is None:
+            return
+        del self.todo[run.name]
+        self.count += 1
+        try:
+            seconds, exitval, sig = float(fields[3]), int(fields[6]), int(fields[7])
+        except ValueError:
+            seconds, exitval, sig = 0.0, -1, 0
+        values = " ".join(f"{self.short[k]}={v}" for k, v in run.labels.items()) or run.name
+        summary_path = os.path.join(self.out, "runs", run.name, "summary.json")
+        summary = None
+        if exitval == 0 and os.path.exists(summary_path):
+            try:
+                with open(summary_path) as f:
+                    summary = json.load(f)
+            except (OSError, ValueError):
+                summary = None
+        if summary is not None:
+            acc = f"test {pct(summary.get('test_accuracy'))}"
+            if summary.get("val_accuracy") is not None:
+                acc = f"val {pct(summary.get('val_accuracy'))}, " + acc
+            log(f"[{self.count}/{self.total}] done {values}: {acc} in {seconds:.0f} s")
+        else:
+            if exitval in (130, 143) or sig:
+                status = "interrupted"
+            else:
+                status = f"failed (exit {exitval})"
+            log(f"[{self.count}/{self.total}] {status} {values} after {seconds:.0f} s: "
+                f"see {os.path.join(self.out, 'logs', run.name + '.log')}")
+
+
+def run_all(out, runs, jobs=1, sshloginfile=None, zotrain=None, parallel_args=(), threads=None):
     """Runs every unfinished run with GNU parallel; returns the number of failed jobs.
-    Needs the same paths on every host (a shared file system) when sshloginfile is given."""
+    Needs the same paths on every host (a shared file system) when sshloginfile is given.
+    threads: each job's zotrain --threads (default: its share of the host's cores).
+    Says one line per finished run on stderr. SIGHUP (a lost terminal) or SIGTERM stops the
+    jobs (zotrain saves a checkpoint) and raises Stopped; Ctrl-C raises KeyboardInterrupt."""
     out = os.path.abspath(out)
     files = write_jobs(out, runs)
-    todo = [f for r, f in zip(runs, files) if not is_done(out, r.name)]
+    todo = [(r, f) for r, f in zip(runs, files) if not is_done(out, r.name)]
     log(f"{len(runs)} runs in {out}: {len(runs) - len(todo)} finished, {len(todo)} to run "
-        f"({jobs} at a time{' per host' if sshloginfile else ''})")
+        f"({jobs} at a time{' per host' if sshloginfile else ''}"
+        f"{f', {threads} threads each' if threads else ''})")
     if not todo:
         return 0
     if shutil.which("parallel") is None:
@@ -139,23 +228,71 @@ def run_all(out, runs, jobs=1, sshloginfile=None, zotrain=None, parallel_args=()
     if sshloginfile:
         cmd += ["--sshloginfile", sshloginfile, "--workdir", out]
     cmd += list(parallel_args)
-    cmd += ["python3", JOB_SCRIPT, "--jobs-per-host", str(jobs), "--zotrain", zotrain, "{}",
-            ":::"] + todo
-    proc = subprocess.Popen(cmd)
+    cmd += ["python3", JOB_SCRIPT, "--jobs-per-host", str(jobs), "--zotrain", zotrain]
+    if threads:
+        cmd += ["--threads", str(threads)]
+    cmd += ["{}", ":::"] + [f for _, f in todo]
+    progress = Progress(out, runs, [r for r, _ in todo], joblog)
+    # GNU parallel and its jobs get a session of their own: a hang-up of the terminal reaches
+    # only this driver, which stops them itself (below) instead of leaving them orphaned.
+    got = []
+
+    def on_signal(signum, _frame):
+        got.append(signum)
+
+    # Under nohup SIGHUP stays ignored: the sweep then outlives the terminal, as asked.
+    caught = [s for s in (signal.SIGHUP, signal.SIGTERM) if signal.getsignal(s) != signal.SIG_IGN]
+    old = {s: signal.signal(s, on_signal) for s in caught}
+    proc = subprocess.Popen(cmd, start_new_session=True)
+    stopping = False
     try:
-        rc = proc.wait()
+        while True:
+            try:
+                rc = proc.wait(timeout=1)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            progress.poll()
+            if got and not stopping:
+                stopping = True
+                if got[0] == signal.SIGHUP:
+                    detach_output(out)
+                log(f"got {signal.Signals(got[0]).name}: stopping the running jobs (each saves "
+                    "a checkpoint; the same command resumes them). For a sweep that outlives "
+                    "the terminal, start it with nohup or inside tmux/screen.")
+                proc.send_signal(signal.SIGTERM)
     except KeyboardInterrupt:
-        # parallel passes the signal on; zotrain saves checkpoints, so a rerun resumes.
+        # zotrain saves checkpoints on SIGTERM (GNU parallel passes it on), so a rerun resumes.
         log("interrupted: waiting for the running jobs to save their checkpoints")
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGTERM)
         proc.wait()
+        progress.poll()
         raise
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    progress.poll()
+    if got:
+        raise Stopped(got[0])
     if 0 < rc <= 100:  # GNU parallel's exit code counts the failed jobs up to 100
         log(f"{rc} job(s) failed; see {out}/logs/<run>.log and {joblog}")
     elif rc:
         log(f"GNU parallel stopped with exit code {rc} (101: more than 100 jobs failed; "
             f"otherwise stopped by a signal or an error); a rerun resumes")
     return rc
+
+
+def detach_output(out):
+    """After a hang-up the terminal is gone: stdout and stderr go to OUT/sweep.log instead."""
+    fd = os.open(os.path.join(out, "sweep.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError:
+            pass
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
 
 
 # ---- collecting ---------------------------------------------------------------------------
@@ -222,10 +359,13 @@ def collect(out, names=None, settings=()):
                        if f.endswith(".json"))
     recs = [run_record(out, n) for n in names]
     flat_cfgs = [flatten(r["config"]) for r in recs]
-    all_keys = sorted({k for c in flat_cfgs for k in c})
+    # A run without a config.json yet (pending) says nothing about which keys vary: compare only
+    # the runs that have one (a pending run's grid values are in its labels).
+    known = [c for c in flat_cfgs if c]
+    all_keys = sorted({k for c in known for k in c})
     varying = [k for k in all_keys
                if k not in ("name", "output.dir")
-               and (len({json.dumps(c.get(k)) for c in flat_cfgs}) > 1
+               and (len({json.dumps(c.get(k)) for c in known}) > 1
                     or k.startswith(tuple(settings)))]
     rows = []
     for r, c in zip(recs, flat_cfgs):
@@ -281,14 +421,81 @@ def markdown_table(header, rows):
     return "\n".join(lines) + "\n"
 
 
-def write_markdown(path, rows):
+def param_keys(rows):
+    """The columns that say what a run is (labels and varying config keys), not its results."""
+    return [k for k in columns_of(rows) if k not in RESULT_KEYS and k not in ("run", "status")]
+
+
+def seed_keys(keys):
+    return [k for k in keys if k.rsplit(".", 1)[-1] == "seed"]
+
+
+def mean_sd(values):
+    """(mean, sample sd with n-1, n); sd is None for n < 2, mean None for n = 0."""
+    n = len(values)
+    if n == 0:
+        return None, None, 0
+    mean = sum(values) / n
+    sd = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5 if n > 1 else None
+    return mean, sd, n
+
+
+def seed_stats(rows):
+    """Rows of mean, sd and n over seeds of the final test (and validation) accuracy of the
+    finished runs, one per combination of the other varying keys (in order of appearance);
+    None when no seed key varies."""
+    keys = param_keys(rows)
+    seeds = seed_keys(keys)
+    if not seeds:
+        return None
+    # The thread count is how a run ran, not what it is: runs differing only in it are grouped.
+    group_keys = [k for k in keys if k not in seeds and k != "train.threads"]
+    metrics = ["test_accuracy"]
+    if any(r.get("val_accuracy") is not None for r in rows):
+        metrics.insert(0, "val_accuracy")
+    groups = {}
+    for r in rows:
+        g = tuple(json.dumps(r.get(k)) for k in group_keys)
+        groups.setdefault(g, []).append(r)
+    stats = []
+    for members in groups.values():
+        row = {k: members[0].get(k) for k in group_keys}
+        done = [r for r in members if r.get("status") == "done"]
+        for m in metrics:
+            mean, sd, n = mean_sd([r[m] for r in done if isinstance(r.get(m), (int, float))])
+            row[f"{m}_mean"], row[f"{m}_sd"] = mean, sd
+            row.setdefault("n", n)  # the first metric's count (test and val come together)
+        row["runs"] = len(members)
+        stats.append(row)
+    return stats
+
+
+def stats_markdown(stats):
+    keys = [k for k in columns_of(stats) if k not in ("n", "runs")
+            and not k.endswith(("_mean", "_sd"))]
+    metrics = [k[:-5] for k in columns_of(stats) if k.endswith("_mean")]
+    header = keys + [f"{m} mean ± sd" for m in metrics] + ["n", "runs"]
+
+    def cell(r, m):
+        mean, sd = r.get(f"{m}_mean"), r.get(f"{m}_sd")
+        if mean is None:
+            return ""
+        return f"{mean:.2f}" + (f" ± {sd:.2f}" if sd is not None else "")
+
+    body = [[fmt(r.get(k)) for k in keys] + [cell(r, m) for m in metrics] + [r["n"], r["runs"]]
+            for r in stats]
+    return ("\nOver seeds (mean ± sample sd of the finished runs' final accuracy; n finished "
+            "of runs):\n\n" + markdown_table(header, body))
+
+
+def write_markdown(path, rows, extra=""):
     keys = ["run", "status"] + [k for k in columns_of(rows)
                                 if k not in RESULT_KEYS and k not in ("run", "status")]
     if any(r.get("val_accuracy") is not None for r in rows):  # data.validation: choose on these
         keys += ["val_accuracy", "best_val_accuracy", "val_loss"]
     keys += ["test_accuracy", "best_test_accuracy", "test_loss", "train_loss", "epochs",
              "train_seconds"]
-    text = markdown_table(keys, [[fmt(r.get(k)) for k in keys] for r in rows])
+    text = markdown_table(keys, [[fmt(r.get(k)) for k in keys] for r in rows]) + extra
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         f.write(text)

@@ -2,7 +2,10 @@
 # scripts/sweep: a tiny grid (two 2-step runs) gives a CSV and a Markdown table with a row per
 # run; a second call redoes nothing; a sweep killed mid-run (SIGTERM to GNU parallel, which passes
 # it on: zotrain saves a checkpoint) resumes when started again and ends with the same weights as
-# an uninterrupted run.
+# an uninterrupted run; one stderr line per finished run; mean ± sd over a varying seed
+# (results-stats.csv) with --threads; only the grid's keys as columns while runs are pending; a
+# SIGHUP to the driver stops GNU parallel and zotrain (no orphans, a checkpoint) and a rerun
+# finishes with the uninterrupted run's weights.
 # Usage: sweep.sh ZOTRAIN REPO OUTDIR   (exit 77 = skipped: no GNU parallel)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -25,7 +28,13 @@ PY
 
 # 1. Two 2-step runs, two at a time.
 "${sweep}" --zotrain "${zotrain}" --config "${cfg}" --out "${out}/grid" \
-  --grid method.partition=3,5 --set train.max_steps=2 --jobs 2 > "${out}/table1.md"
+  --grid method.partition=3,5 --set train.max_steps=2 --jobs 2 > "${out}/table1.md" \
+  2> "${out}/grid.log"
+for p in 3 5; do
+  grep -Eq "^sweep: \[[12]/2\] done partition=${p}: test [0-9.]+ % in [0-9]+ s$" "${out}/grid.log" ||
+    fail "no progress line for partition=${p}: $(cat "${out}/grid.log")"
+done
+[[ ! -e "${out}/grid/results-stats.csv" ]] || fail "results-stats.csv without a varying seed"
 csv="${out}/grid/results.csv"
 [[ "$(wc -l < "${csv}")" -eq 3 ]] || fail "results.csv should hold a header and 2 rows: $(cat "${csv}")"
 for run in partition-3 partition-5; do
@@ -47,6 +56,32 @@ sleep 1
 grep -q "2 finished, 0 to run" "${out}/again.log" || fail "second call: $(cat "${out}/again.log")"
 [[ "$(stat -c %Y.%s "${out}"/grid/runs/*/summary.json)" == "${before}" ]] || fail "a finished run was redone"
 cmp -s "${out}/table1.md" "${out}/table2.md" || fail "the table changed"
+
+# 2b. Seeds: mean ± sd per partition, --threads 1 reaches zotrain; before any run (collect-only)
+#     the columns are the grid's keys only, not every config key.
+seeds=(--grid seed=1,2 --grid method.partition=3,5 --set train.max_steps=2)
+rc=0
+"${sweep}" --zotrain "${zotrain}" --config "${cfg}" --out "${out}/seeds" "${seeds[@]}" \
+  --collect-only > /dev/null 2>&1 || rc=$?
+[[ "${rc}" -eq 1 ]] || fail "--collect-only with pending runs: exit ${rc}, expected 1"
+header="$(head -1 "${out}/seeds/results.csv")"
+[[ "${header}" == run,status,seed,method.partition,val_accuracy,* ]] ||
+  fail "pending runs: columns are not the grid's keys: ${header}"
+"${sweep}" --zotrain "${zotrain}" --config "${cfg}" --out "${out}/seeds" "${seeds[@]}" \
+  --jobs 2 --threads 1 > "${out}/seeds.md" 2> "${out}/seeds.log" || fail "seed sweep: $(cat "${out}/seeds.log")"
+grep -q -- "--threads 1 " "${out}/seeds/logs/seed-2_partition-5.log" || fail "--threads 1 not passed on"
+stats="${out}/seeds/results-stats.csv"
+python3 - "${stats}" <<'PY' || fail "results-stats.csv: $(cat "${stats}")"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["method.partition"] for r in rows] == ["3", "5"], rows
+for r in rows:
+    assert r["n"] == "2" and r["runs"] == "2", r
+    assert float(r["test_accuracy_sd"]) >= 0 and 0 <= float(r["test_accuracy_mean"]) <= 100, r
+    assert "seed" not in r, r
+PY
+grep -q "^| method.partition | method.name | test_accuracy mean ± sd | n | runs |" "${out}/seeds.md" ||
+  fail "no seed table on stdout: $(cat "${out}/seeds.md")"
 
 # 3. Killed and restarted. A run long enough to be caught mid-way (many short epochs, a
 #    checkpoint after each), and the same run uninterrupted for reference.
@@ -106,4 +141,30 @@ wait "${sweep_pid}" || fail "the sweep with busy shares failed: $(cat "${out}/bu
 wait
 grep -q "cores \[[0-9]*\]" "${out}/busy/logs/tiny.log" ||
   fail "the job did not run on a share of its own: $(head -1 "${out}/busy/logs/tiny.log")"
-echo "sweep: grid, skip, kill and resume, waiting for a core share all fine (digest ${got})"
+# 5. SIGHUP (a lost ssh connection) to the driver: GNU parallel and zotrain stop (the run saves a
+#    checkpoint) instead of running on orphaned; the driver says so in OUT/sweep.log, exits 129,
+#    and the same command resumes to the uninterrupted weights.
+setsid "${sweep}" --zotrain "${zotrain}" --config "${cfg}" --out "${out}/hup" "${long[@]}" \
+  > /dev/null 2> "${out}/hup.log" &
+pid=$!
+for _ in $(seq 600); do
+  [[ -f "${out}/hup/runs/tiny/checkpoint.safetensors" ]] && break
+  sleep 0.05
+done
+[[ -f "${out}/hup/runs/tiny/checkpoint.safetensors" ]] || fail "no checkpoint after 30 s (SIGHUP case)"
+pgrep -f -- "--output-dir ${out}/hup/runs/tiny" > /dev/null || fail "zotrain is not running (SIGHUP case)"
+kill -HUP -- "-${pid}"  # the driver's process group, as a hang-up does
+rc=0
+wait "${pid}" || rc=$?
+[[ "${rc}" -eq 129 ]] || fail "after SIGHUP the sweep exited ${rc}, expected 129"
+sleep 1
+! pgrep -f -- "--output-dir ${out}/hup/runs/tiny" > /dev/null || fail "zotrain left running after SIGHUP"
+! pgrep -f -- "parallel --will-cite .*${out}/hup/" > /dev/null || fail "GNU parallel left running after SIGHUP"
+grep -q "got SIGHUP: stopping the running jobs.*nohup" "${out}/hup/sweep.log" ||
+  fail "no SIGHUP note in sweep.log: $(cat "${out}/hup/sweep.log" "${out}/hup.log")"
+grep -q "interrupted: checkpoint saved" "${out}/hup/logs/tiny.log" || fail "no checkpoint on SIGHUP"
+"${sweep}" --zotrain "${zotrain}" --config "${cfg}" --out "${out}/hup" "${long[@]}" > /dev/null 2>&1 ||
+  fail "the rerun after SIGHUP failed"
+got_hup="$(field "${out}/hup/results.csv" tiny weights_digest)"
+[[ "${got_hup}" == "${ref}" ]] || fail "resumed after SIGHUP: ${got_hup} != uninterrupted ${ref}"
+echo "sweep: grid, skip, seeds, kill and resume, SIGHUP, waiting for a core share all fine (digest ${got})"
