@@ -122,7 +122,7 @@ void check_zo(const ExperimentConfig& cfg, const std::string& origin) {
 // P-RGE keeps q x batch at the 32 of the paper's batch (docs/guide/methods.md).
 constexpr std::int64_t kPrgeSamples = 32;
 // FP32 layer-wise steps are scaled by q / (q + d_layer - 1): below this η they barely move
-// (docs/guide/defaults.md: η 10-30 chosen on validation).
+// (docs/guide/defaults.md: η 10-30 chosen on validation, docs/results/tuning/pmt-lr.md).
 constexpr double kPmtFp32MinLr = 1;
 
 // Preset settings that run but train badly: a warning each.
@@ -138,8 +138,9 @@ void warn_zo(ExperimentConfig& cfg) {
           std::to_string(kPrgeSamples / cfg.zo.queries));
     }
   }
+  // Node perturbation trains at η 0.1-3 (chosen on validation; scripts/zo-tradeoffs).
   if (cfg.model.precision == Precision::kFp32 && cfg.zo.estimator == Estimator::kLayerwise &&
-      (!cfg.optimizer.lr || *cfg.optimizer.lr < kPmtFp32MinLr)) {
+      !cfg.zo.node_perturbation && (!cfg.optimizer.lr || *cfg.optimizer.lr < kPmtFp32MinLr)) {
     const std::string lr = cfg.optimizer.lr ? Json(*cfg.optimizer.lr).dump() : "\"auto\"";
     cfg.warnings.push_back(
         "zo.estimator layerwise (zo.preset pmt) on model.precision fp32 with optimizer.lr " + lr +

@@ -100,6 +100,8 @@ TEST(ConfigGuardrails, PresetsOffTheirSettingsWarn) {
                  {"zo.estimator layerwise (zo.preset pmt)", "optimizer.lr \"auto\"", "10 to 30"});
   expect_warning(parse("{}", {"zo.preset=pmt", "optimizer.lr=0.01"}), {"optimizer.lr 0.01"});
   EXPECT_FALSE(warns(parse("{}", {"zo.preset=pmt", "optimizer.lr=20"}), "layerwise"));
+  EXPECT_FALSE(warns(parse("{}", {"zo.preset=pmt", "zo.node_perturbation=true", "optimizer.lr=0.1"}),
+                     "layerwise"));
   EXPECT_FALSE(warns(parse(R"({"model": {"precision": "int8"}})", {"zo.preset=pmt"}), "layerwise"));
   // P-RGE keeps q x batch at 32: batch 8 with its 4 queries.
   expect_warning(parse("{}", {"zo.preset=prge", "train.batch_size=32"}),
