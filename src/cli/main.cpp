@@ -221,6 +221,9 @@ int main(int argc, char** argv) {
   eval->add_option("-s,--set", eval_req.overrides, "Override a config key: KEY=VALUE (repeatable)")
       ->type_name("KEY=VALUE");
   eval->add_flag("--json", eval_req.json, "Print one JSON object instead of a line");
+  eval->add_option("-t,--threads", eval_req.threads, "Threads (0 = all cores)")
+      ->capture_default_str()
+      ->transform(int_in(0, zt::config::kMaxThreads));
   eval->add_flag("--validation", eval_req.validation,
                  "Evaluate on the validation split (the last data.validation training samples, "
                  "which must be set: in the run's config or by --set) instead of the test split");
@@ -271,7 +274,6 @@ int main(int argc, char** argv) {
     req.dry_run = dry_run;
     req.overwrite = overwrite;
     req.init_from = init_from;
-    req.quiet = quiet;
     using zt::run::ProgressMode;
     req.progress = no_progress || quiet       ? ProgressMode::kOff
                    : ::isatty(STDERR_FILENO) ? ProgressMode::kBar

@@ -47,7 +47,7 @@ void check_inert_keys(ExperimentConfig& cfg, const std::string& origin) {
       const bool match = r.key.back() == '.' ? key.starts_with(r.key) : key == r.key;
       if (!match || !r.inert(cfg)) continue;
       const std::string msg = key + " has no effect here: " + r.why;
-      if (r.error) throw Error(origin + ": " + msg);
+      if (r.error) throw Error(origin_of(cfg, key, origin) + ": " + msg);
       cfg.warnings.push_back(msg + " (ignored)");
       break;
     }
@@ -87,6 +87,8 @@ ExperimentConfig parse_with_source_dir(const std::string& json_text, const std::
     if (s->check) s->check(cfg, origin);
   check_inert_keys(cfg, origin);
   warn_unusual(cfg);
+  for (const Section* s : sections())
+    if (s->warn) s->warn(cfg);
   return cfg;
 }
 
@@ -169,10 +171,18 @@ const Key* find_key(std::string_view path) {
   return nullptr;
 }
 
-[[noreturn]] void incompatible(const std::string& origin, std::string_view key,
-                               std::string_view value, const std::string& with,
-                               const std::string& needs) {
-  throw Error(origin + ": " + std::string(key) + ": '" + std::string(value) + "' with " + with +
+std::string origin_of(const ExperimentConfig& cfg, std::string_view key,
+                      const std::string& origin) {
+  std::string from = origin;
+  for (const auto& [given, text] : cfg.set_by)  // the last --set of the key wins, as it did
+    if (key == given || (key.starts_with(given) && key[given.size()] == '.')) from = text;
+  return from;
+}
+
+[[noreturn]] void incompatible(const ExperimentConfig& cfg, const std::string& origin,
+                               std::string_view key, std::string_view value,
+                               const std::string& with, const std::string& needs) {
+  throw Error(origin_of(cfg, key, origin) + ": " + std::string(key) + ": '" + std::string(value) + "' with " + with +
               "; " + needs);
 }
 

@@ -2,6 +2,8 @@
 // data.*, model.*, method.*: their keys, the rules of the keys that can have no effect, the
 // data set / architecture / precision compatibility (from config/catalogue.hpp), and the
 // partition and batch size resolved from them.
+#include <algorithm>
+#include <cctype>
 #include <string>
 
 #include "schema.hpp"
@@ -21,7 +23,7 @@ void check_experiment(const ExperimentConfig& cfg, const std::string& origin) {
   const ArchInfo& arch = architecture(cfg.model.arch);
   const std::string prec = "model.precision " + std::string(name(p));
   if (!arch.precisions.has(p)) {
-    incompatible(origin, "model.arch", arch.name, prec,
+    incompatible(cfg, origin, "model.arch", arch.name, prec,
                  std::string("it trains in model.precision ") +
                      (arch.precisions.fp32 ? "fp32" : "int8"));
   }
@@ -33,7 +35,37 @@ void check_experiment(const ExperimentConfig& cfg, const std::string& origin) {
               names_where(datasets(), [&](const DatasetInfo& d) { return d.input == a.input; },
                           " or ");
     }
-    incompatible(origin, "model.arch", arch.name, "data.dataset " + std::string(data.name), fits);
+    incompatible(cfg, origin, "model.arch", arch.name, "data.dataset " + std::string(data.name), fits);
+  }
+}
+
+// data.root's directory naming another data set than data.dataset (data/fashion-mnist read as
+// MNIST, with MNIST's normalisation): the data set it names, else nullptr.
+const DatasetInfo* named_by_root(std::string root) {
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  const std::string last = root.substr(root.rfind('/') + 1);  // its own name, not its parents'
+  std::string l;
+  for (const char c : last)
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      l += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (l.find("fashion") != std::string::npos) return &dataset(Dataset::kFashionMnist);
+  if (l.find("mnist") != std::string::npos) return &dataset(Dataset::kMnist);
+  if (l.find("modelnet") != std::string::npos) return &dataset(Dataset::kModelNet40);
+  return nullptr;
+}
+
+void warn_experiment(ExperimentConfig& cfg) {
+  const DatasetInfo* named = named_by_root(cfg.data.root);
+  // A directory of another kind (point clouds for images) fails to load with its own error.
+  const bool root_given =
+      std::find(cfg.given.begin(), cfg.given.end(), "data.root") != cfg.given.end();
+  if (named != nullptr && named->id != cfg.data.dataset &&
+      (root_given || named->input == dataset(cfg.data.dataset).input)) {
+    cfg.warnings.push_back("data.root '" + cfg.data.root + "' names " + named->name +
+                           " but data.dataset is " + std::string(name(cfg.data.dataset)) +
+                           ": the files are read as " + std::string(name(cfg.data.dataset)) +
+                           " (its normalisation); set data.dataset " + named->name +
+                           " or check data.root");
   }
 }
 
@@ -118,7 +150,7 @@ std::vector<InertRule> inert_rules() {
 }  // namespace
 
 const Section& experiment_section() {
-  static const Section s{keys(), inert_rules(), &check_experiment};
+  static const Section s{keys(), inert_rules(), &check_experiment, &warn_experiment};
   return s;
 }
 

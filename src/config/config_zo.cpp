@@ -31,21 +31,21 @@ void check_zo(const ExperimentConfig& cfg, const std::string& origin) {
   const std::string with_est = prec + " and zo.estimator " + est.name;
 
   if (!pre.precisions.has(p)) {
-    incompatible(origin, "zo.preset", pre.name, prec,
+    incompatible(cfg, origin, "zo.preset", pre.name, prec,
                  "model.precision " + std::string(name(p)) + " offers zo.preset " +
                      names_where(presets(), [&](const PresetInfo& i) {
                        return i.precisions.has(p);
                      }, " or "));
   }
   if (!on.available) {
-    incompatible(origin, "zo.estimator", est.name, prec,
+    incompatible(cfg, origin, "zo.estimator", est.name, prec,
                  "model.precision " + std::string(name(p)) + " offers zo.estimator " +
                      names_where(estimators(), [&](const EstimatorInfo& i) {
                        return i.on(p).available;
                      }, " or "));
   }
   if (cfg.zo.queries > on.max_queries) {
-    incompatible(origin, "zo.queries", std::to_string(cfg.zo.queries), with_est,
+    incompatible(cfg, origin, "zo.queries", std::to_string(cfg.zo.queries), with_est,
                  std::string(est.name) + " on " + std::string(name(p)) + " takes at most " +
                      std::to_string(on.max_queries) +
                      (on.max_queries == 1 ? " query" : " queries") +
@@ -55,7 +55,7 @@ void check_zo(const ExperimentConfig& cfg, const std::string& origin) {
   switch (on.source) {
     case SourceNeed::kAny:
       if (!src.precisions.has(p)) {
-        incompatible(origin, "zo.perturbation", src.name, with_est,
+        incompatible(cfg, origin, "zo.perturbation", src.name, with_est,
                      "it needs a source of " + std::string(name(p)) + ": " +
                          names_where(perturbations(), [&](const PerturbationInfo& i) {
                            return i.precisions.has(p);
@@ -64,7 +64,7 @@ void check_zo(const ExperimentConfig& cfg, const std::string& origin) {
       break;
     case SourceNeed::kSigns:
       if (!src.signs || !src.precisions.has(p)) {
-        incompatible(origin, "zo.perturbation", src.name, with_est,
+        incompatible(cfg, origin, "zo.perturbation", src.name, with_est,
                      "it needs a +-1 source: zo.perturbation " +
                          names_where(perturbations(), [&](const PerturbationInfo& i) {
                            return i.signs && i.precisions.has(p);
@@ -73,7 +73,7 @@ void check_zo(const ExperimentConfig& cfg, const std::string& origin) {
       break;
     case SourceNeed::kOwn:
       if (!default_source) {
-        incompatible(origin, "zo.perturbation", src.name, with_est,
+        incompatible(cfg, origin, "zo.perturbation", src.name, with_est,
                      std::string(est.name) + " on " + std::string(name(p)) +
                          " takes no zo.perturbation (leave it at its default " +
                          std::string(name(ZoConfig{}.perturbation)) + ")" + why(on.why_source));
@@ -81,33 +81,71 @@ void check_zo(const ExperimentConfig& cfg, const std::string& origin) {
       break;
   }
   if (cfg.zo.batched && (!on.batched || arch.batchnorm)) {
+    // Only what this config lacks: the estimator and precision, the model, or both.
     std::string fits;
     for (const EstimatorInfo& e : estimators())
       for (const Precision q : {Precision::kFp32, Precision::kInt8})
         if (e.on(q).batched)
           fits += (fits.empty() ? "" : " or ") + std::string("zo.estimator ") + e.name +
                   " with model.precision " + std::string(name(q));
-    incompatible(origin, "zo.batched", "true",
+    std::string needs;
+    if (!on.batched)
+      needs = fits + " (not zo.estimator " + est.name + " with model.precision " +
+              std::string(name(p)) + ")";
+    if (arch.batchnorm)
+      needs += (needs.empty() ? "" : ", and ") + std::string("a model without BatchNorm (") +
+               names_where(architectures(), [](const ArchInfo& a) { return !a.batchnorm; },
+                           " or ") +
+               "; not model.arch " + arch.name + "), whose batch statistics would mix the 2q "
+               "replicas";
+    incompatible(cfg, origin, "zo.batched", "true",
                  with_est + " and model.arch " + arch.name + (arch.batchnorm ? " (BatchNorm)" : ""),
-                 "batched probes need " + fits + ", and a model without BatchNorm (" +
-                     names_where(architectures(), [](const ArchInfo& a) { return !a.batchnorm; },
-                                 " or ") +
-                     "), whose batch statistics would mix the 2q replicas");
+                 "batched probes need " + needs);
   }
   if (cfg.zo.node_perturbation && !est.node_perturbation) {
-    incompatible(origin, "zo.node_perturbation", "true", "zo.estimator " + std::string(est.name),
+    incompatible(cfg, origin, "zo.node_perturbation", "true", "zo.estimator " + std::string(est.name),
                  "it needs zo.estimator " +
                      names_where(estimators(), [](const EstimatorInfo& e) {
                        return e.node_perturbation;
                      }, " or "));
   }
   if (cfg.zo.node_perturbation && !src.per_element) {
-    incompatible(origin, "zo.node_perturbation", "true",
+    incompatible(cfg, origin, "zo.node_perturbation", "true",
                  "zo.perturbation " + std::string(src.name),
                  "it needs a per-element source (zo.perturbation " +
                      names_where(perturbations(), [](const PerturbationInfo& i) {
                        return i.per_element;
                      }) + ")");
+  }
+}
+
+// P-RGE keeps q x batch at the 32 of the paper's batch (docs/guide/methods.md).
+constexpr std::int64_t kPrgeSamples = 32;
+// FP32 layer-wise steps are scaled by q / (q + d_layer - 1): below this η they barely move
+// (docs/guide/defaults.md: η 10-30 chosen on validation, docs/results/tuning/pmt-lr.md).
+constexpr double kPmtFp32MinLr = 1;
+
+// Preset settings that run but train badly: a warning each.
+void warn_zo(ExperimentConfig& cfg) {
+  if (cfg.method.name == Method::kFullBp) return;
+  if (cfg.zo.preset == Preset::kPrge) {
+    const std::int64_t batch = resolve_batch_size(cfg);
+    if (batch * cfg.zo.queries != kPrgeSamples && kPrgeSamples % cfg.zo.queries == 0) {
+      cfg.warnings.push_back(
+          "zo.preset prge with train.batch_size " + std::to_string(batch) + " and zo.queries " +
+          std::to_string(cfg.zo.queries) + ": P-RGE keeps q x batch at " +
+          std::to_string(kPrgeSamples) + "; pair it with train.batch_size " +
+          std::to_string(kPrgeSamples / cfg.zo.queries));
+    }
+  }
+  // Node perturbation trains at η 0.1-3 (chosen on validation; scripts/zo-tradeoffs).
+  if (cfg.model.precision == Precision::kFp32 && cfg.zo.estimator == Estimator::kLayerwise &&
+      !cfg.zo.node_perturbation && (!cfg.optimizer.lr || *cfg.optimizer.lr < kPmtFp32MinLr)) {
+    const std::string lr = cfg.optimizer.lr ? Json(*cfg.optimizer.lr).dump() : "\"auto\"";
+    cfg.warnings.push_back(
+        "zo.estimator layerwise (zo.preset pmt) on model.precision fp32 with optimizer.lr " + lr +
+        " trains the ZO layers next to nothing (its steps are scaled by q / (q + d_layer - 1)); "
+        "give optimizer.lr 10 to 30 (docs/guide/defaults.md)");
   }
 }
 
@@ -186,7 +224,7 @@ std::vector<InertRule> inert_rules() {
 }  // namespace
 
 const Section& zo_section() {
-  static const Section s{keys(), inert_rules(), &check_zo};
+  static const Section s{keys(), inert_rules(), &check_zo, &warn_zo};
   return s;
 }
 
@@ -194,7 +232,7 @@ const Section& zo_section() {
 void expand_zo_preset(ExperimentConfig& cfg, const std::string& origin) {
   const PresetInfo& p = preset(cfg.zo.preset);
   std::vector<std::string> given = cfg.given;
-  const std::string from = origin + ": zo.preset '" + std::string(p.name) + "'";
+  const std::string from = origin_of(cfg, "zo.preset", origin) + ": zo.preset '" + std::string(p.name) + "'";
   for (const auto& [key, value] : p.values) {
     if (std::find(given.begin(), given.end(), key) == given.end())
       apply_value(cfg, from, std::string(key), Json::parse(value));

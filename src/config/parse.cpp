@@ -57,15 +57,52 @@ std::vector<std::string> all_names() {
   return names;
 }
 
-[[noreturn]] void unknown_key(const std::string& origin, const std::string& path) {
+// Names other tools (PyTorch scripts, Keras, Hugging Face) give a setting this schema has, by
+// their last component: `optimizer.learning_rate` or `lr` -> optimizer.lr.
+constexpr std::pair<std::string_view, std::string_view> kForeignNames[] = {
+    {"learning_rate", "optimizer.lr"}, {"learningrate", "optimizer.lr"},
+    {"lr_rate", "optimizer.lr"},       {"lr", "optimizer.lr"},
+    {"batch", "train.batch_size"},     {"batchsize", "train.batch_size"},
+    {"batch-size", "train.batch_size"}, {"bs", "train.batch_size"},
+    {"batch_size", "train.batch_size"}, {"num_epochs", "train.epochs"},
+    {"n_epochs", "train.epochs"},      {"epoch", "train.epochs"},
+    {"epochs", "train.epochs"},        {"max_epochs", "train.epochs"},
+    {"num_threads", "train.threads"},  {"workers", "train.threads"},
+    {"steps", "train.max_steps"},      {"max_iters", "train.max_steps"},
+    {"optimizer", "optimizer.name"},   {"dataset", "data.dataset"},
+    {"data_dir", "data.root"},         {"seed", "seed"},
+    {"epsilon", "zo.eps"},             {"num_queries", "zo.queries"},
+    {"estimator", "zo.estimator"},     {"perturbation", "zo.perturbation"},
+    {"preset", "zo.preset"},           {"precision", "model.precision"},
+    {"arch", "model.arch"},            {"model", "model.arch"},
+    {"lr_decay", "optimizer.decay.factor"}, {"gamma", "optimizer.decay.factor"},
+    {"step_size", "optimizer.decay.every_epochs"}};
+
+std::string_view foreign_name(std::string_view path) {
+  const auto dot = path.rfind('.');
+  const std::string last = lower(dot == std::string_view::npos ? path : path.substr(dot + 1));
+  for (const auto& [foreign, key] : kForeignNames)
+    if (last == foreign && path != key) return key;
+  return {};
+}
+
+// The closest of `names` to `given` when it is close (a typo), else "".
+std::string closest(std::string_view given, const std::vector<std::string>& names) {
   std::string best;
   std::size_t best_d = std::numeric_limits<std::size_t>::max();
-  for (const std::string& n : all_names()) {
-    const std::size_t d = edit_distance(lower(path), n);
+  const std::string l = lower(given);
+  for (const std::string& n : names) {
+    const std::size_t d = edit_distance(l, n);
     if (d < best_d) best_d = d, best = n;
   }
+  return best_d <= std::max<std::size_t>(3, given.size() / 3) ? best : "";
+}
+
+[[noreturn]] void unknown_key(const std::string& origin, const std::string& path) {
   std::string msg = origin + ": unknown key '" + path + "'";
-  if (best_d <= std::max<std::size_t>(3, path.size() / 3)) {
+  const std::string_view alias = foreign_name(path);
+  const std::string best = alias.empty() ? closest(path, all_names()) : std::string(alias);
+  if (!best.empty()) {
     msg += " (did you mean '" + best + "'?)";
   } else {
     msg += " (zotrain --help lists the valid keys)";
@@ -360,6 +397,21 @@ class Applier {
             return;
           }
         }
+        // A near miss (elasticzo, elastic-zo): the choice it resembles, ignoring _ and -.
+        auto plain = [](std::string_view t) {
+          std::string r;
+          for (const char c : t)
+            if (c != '_' && c != '-' && c != ' ') r += c;
+          return r;
+        };
+        std::vector<std::string> plain_choices;
+        for (const std::string_view c : k.choices) plain_choices.push_back(plain(c));
+        const std::string near = closest(plain(s), plain_choices);
+        for (std::size_t i = 0; i < k.choices.size() && !near.empty(); ++i)
+          if (plain_choices[i] == near)
+            throw Error(origin_ + ": key '" + std::string(k.path) + "' must be " + expected +
+                        ", got " + shown(v) + " (did you mean '" + std::string(k.choices[i]) +
+                        "'?)");
         wrong(k, v, expected);
       }
       case Type::kPartition: {
@@ -486,7 +538,10 @@ void apply_override(ExperimentConfig& cfg, const std::string& ov) {
     not_json = true;
   }
   if (not_json) v = text;
-  Applier(cfg, "--set").apply(key, v, &text);
+  Applier(cfg, "--set").apply(key, v, &text);  // its errors show the key and the value
+  // The checks across keys name the flag as given, cut short when long (a 4 KiB path).
+  constexpr std::size_t kShown = 100;
+  cfg.set_by.emplace_back(key, "--set " + (ov.size() <= kShown ? ov : ov.substr(0, kShown) + "..."));
 }
 
 void apply_document(ExperimentConfig& cfg, const std::string& origin, const Json& doc) {

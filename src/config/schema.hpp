@@ -153,6 +153,8 @@ struct Section {
   std::vector<Key> keys;
   std::vector<InertRule> inert;
   void (*check)(const ExperimentConfig& cfg, const std::string& origin) = nullptr;
+  // Combinations that run but are likely mistakes: one line each onto cfg.warnings.
+  void (*warn)(ExperimentConfig& cfg) = nullptr;
 };
 const Section& experiment_section();  // config_experiment.cpp: name, seed, data, model, method
 const Section& optimizer_section();   // config_train.cpp
@@ -160,6 +162,8 @@ const Section& zo_section();          // config_zo.cpp
 const Section& train_section();       // config_train.cpp: train, int8, output
 // zo.preset: its values go to the zo.* keys the file and --set did not give (config_zo.cpp).
 void expand_zo_preset(ExperimentConfig& cfg, const std::string& origin);
+// Where `key`'s value came from: the "--set K=V" that gave it (or its section), else `origin`.
+std::string origin_of(const ExperimentConfig& cfg, std::string_view key, const std::string& origin);
 
 // Predicates the sections' rules share.
 inline bool int8(const ExperimentConfig& c) { return c.model.precision == Precision::kInt8; }
@@ -177,8 +181,10 @@ inline bool points(const ExperimentConfig& c) { return !images(c); }
 // ---- compatibility errors ------------------------------------------------------------------
 
 // The one form of a compatibility error: the key and its value, what it was combined with, and
-// what the registry says the value needs.
-[[noreturn]] void incompatible(const std::string& origin, std::string_view key,
+// what the registry says the value needs. The error names `origin` (the file), or the
+// "--set K=V" that gave `key` when --set gave it.
+[[noreturn]] void incompatible(const ExperimentConfig& cfg, const std::string& origin,
+                               std::string_view key,
                                std::string_view value, const std::string& with,
                                const std::string& needs);
 

@@ -85,9 +85,16 @@ int run_experiment(const RunRequest& req) {
     optimizer_read = read_optimizer_state(resume_file, folder.checkpoint_path());
   }
   TensorFile init_file;
+  json init_record;  // summary.json's run.init_from: where the parameters came from
   if (!req.init_from.empty()) {
-    init_file = read_safetensors(checkpoint_of(req.init_from));
-    check_format(init_file, checkpoint_of(req.init_from));
+    const std::string path = checkpoint_of(req.init_from);
+    init_file = read_safetensors(path);
+    check_format(init_file, path);
+    // The digest the source run recorded (its summary.json's weights_digest), else computed.
+    const auto d = init_file.metadata.find("weights_digest");
+    init_record = {{"path", fs::absolute(path).lexically_normal().string()},
+                   {"weights_digest", d != init_file.metadata.end() ? d->second
+                                                                     : weights_digest(init_file)}};
   }
   // The checkpoint's tensors go into the engine before the output directory is touched, so one
   // that does not fit the model is refused with nothing written.
@@ -119,11 +126,20 @@ int run_experiment(const RunRequest& req) {
   check_memory_limit(cfg, *engine, predicted, batch);
   json plan = plan_json(effective, *engine, batch, threads, rd.bytes);
   plan["memory"]["predicted_peak_bytes"] = predicted;
-  spdlog::info("{}: {} {} on {} ({} train{} / {} test samples), C = {} of {} ({} ZO + {} BP params)",
-               cfg.name, config::name(effective.method.name), config::name(cfg.model.arch),
-               config::name(cfg.data.dataset), rd.train_count,
+  // The ZO part as the config resolved it (zo.preset fills the zo.* keys not given).
+  const std::string zo_part =
+      C == 0 ? std::string()
+             : fmt::format("; ZO: zo.preset {}, estimator {}, perturbation {}, q = {}",
+                           config::name(effective.zo.preset), config::name(effective.zo.estimator),
+                           config::name(effective.zo.perturbation), effective.zo.queries);
+  spdlog::info("{}: {} {} {} on {} ({} train{} / {} test samples), C = {} of {} ({} ZO + {} BP "
+               "params){}",
+               cfg.name, config::name(effective.method.name), config::name(cfg.model.precision),
+               config::name(cfg.model.arch), config::name(cfg.data.dataset), rd.train_count,
                rd.val ? fmt::format(" / {} validation", rd.val_count) : std::string(), rd.test_count, C,
-               engine->num_parametric(), engine->params_zo(), engine->params_bp());
+               engine->num_parametric(), engine->params_zo(), engine->params_bp(), zo_part);
+  plan["memory"]["fits_512mb_board"] = fits_board(predicted);
+  if (req.dry_run) log_board_fit(predicted);
   Reporter rep(req.progress, req.quiet);
 
   // ---- from here on the output directory is ours ----
@@ -134,6 +150,7 @@ int run_experiment(const RunRequest& req) {
     plan["dry_run"] = true;
     plan["memory"]["peak_rss_bytes"] = telemetry::peak_rss_bytes();  // data loaded, nothing trained
     plan["run"] = provenance(req, threads, started);
+    if (!init_record.is_null()) plan["run"]["init_from"] = init_record;
     folder.write_summary(plan);
     spdlog::info("dry run: wrote {}/config.json and summary.json", folder.dir());
     return 0;
@@ -155,7 +172,9 @@ int run_experiment(const RunRequest& req) {
     spdlog::info("resuming {} at epoch {}, step {} (global step {})", folder.dir(), st.epoch + 1,
                  st.step_in_epoch, st.global_step);
   } else if (!req.init_from.empty()) {
-    spdlog::info("initialised parameters from {}", req.init_from);
+    spdlog::info("initialised parameters from {} (weights digest {})",
+                 init_record["path"].get<std::string>(),
+                 init_record["weights_digest"].get<std::string>());
     // config.json does not say where the parameters came from: a checkpoint of them, before
     // config.json, makes --resume of a run killed before its first own checkpoint start from
     // them too (never afresh from a random initialisation).
@@ -194,6 +213,7 @@ int run_experiment(const RunRequest& req) {
   const double train_seconds = summary["train_seconds"].get<double>();
   const double epochs_done = summary["epochs"].get<double>();
   summary["run"] = provenance(req, threads, started);
+  if (!init_record.is_null()) summary["run"]["init_from"] = init_record;
   folder.write_summary(summary);
 
   if (req.quiet) return 0;

@@ -84,6 +84,26 @@ json provenance(const RunRequest& req, int threads, const std::string& started) 
 // later (prefetch buffers, read scratch: counted in dataset_bytes), plus the worker threads'
 // stacks and allocator arenas. The set-up's own high-water mark (e.g. HDF5's checks at open)
 // stays if it is higher.
+// 512 MiB of RAM less the GPU's default 64 MiB and about 48 MiB that the kernel and a minimal
+// (Lite) system keep: an estimate, not a measurement.
+constexpr std::uint64_t kBoardBudget = std::uint64_t{400} << 20;
+
+bool fits_board(std::uint64_t predicted) { return predicted <= kBoardBudget; }
+
+void log_board_fit(std::uint64_t predicted) {
+  const auto mib = [](std::uint64_t b) { return (b + (1 << 19)) >> 20; };
+  if (fits_board(predicted)) {
+    spdlog::info("predicted peak {} MiB: fits a 512 MB Raspberry Pi Zero 2 W (leaves {} MiB of "
+                 "the about {} MiB it has for a process)",
+                 mib(predicted), mib(kBoardBudget - predicted), mib(kBoardBudget));
+  } else {
+    spdlog::info("predicted peak {} MiB: does not fit a 512 MB Raspberry Pi Zero 2 W ({} MiB over "
+                 "the about {} MiB it has for a process; train.batch_size, method.partition or "
+                 "train.memory_plan change it)",
+                 mib(predicted), mib(predicted - kBoardBudget), mib(kBoardBudget));
+  }
+}
+
 std::uint64_t predict_peak_rss(const Engine& engine, const RunData& rd, int threads) {
   const std::uint64_t now = telemetry::current_rss_bytes();
   std::uint64_t checkpoint = 0;

@@ -26,6 +26,10 @@ nlohmann::json provenance(const RunRequest& req, int threads, const std::string&
 
 // The run's peak resident set, predicted before its first step (docs/design.md §9).
 std::uint64_t predict_peak_rss(const Engine& engine, const RunData& rd, int threads);
+// The board zotrain targets (docs/design.md: a Raspberry Pi Zero 2 W, 512 MB): whether a
+// predicted peak fits what it leaves a process, and one log line saying so.
+bool fits_board(std::uint64_t predicted);
+void log_board_fit(std::uint64_t predicted);
 // train.memory_limit: a run predicted to need more is refused (zt::Error) before it writes
 // anything, with what would make it fit.
 void check_memory_limit(const config::ExperimentConfig& cfg, const Engine& engine,

@@ -132,6 +132,9 @@ struct ExperimentConfig {
   // uselessness is certain and that no shipped config relies on are errors instead).
   std::vector<std::string> given;
   std::vector<std::string> warnings;
+  // Not a key: for each --set, the dotted key (or section) it gave and its text "--set K=V",
+  // so a check that refuses a value names the flag that gave it rather than the file.
+  std::vector<std::pair<std::string, std::string>> set_by;
 };
 
 // Reads `path` (may be empty: defaults only), applies `overrides` ("dotted.key=value"; the value

@@ -18,6 +18,7 @@ struct EvalRequest {
   std::vector<std::string> overrides;  // --set
   bool json = false;                   // one JSON object on stdout instead of a line
   bool validation = false;             // the data.validation split instead of the test split
+  int threads = 1;                     // --threads; 0 = every core
 };
 
 // Prints the result on stdout; returns 0. Bad input throws zt::Error naming the file or key.

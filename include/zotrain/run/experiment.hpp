@@ -25,7 +25,8 @@ struct RunRequest {
   std::string init_from;    // checkpoint whose parameters initialise a fresh run
   ProgressMode progress = ProgressMode::kOff;
   std::string command_line;  // as typed (recorded in summary.json)
-  bool quiet = false;       // no plan/summary tables on stdout
+  bool quiet = false;       // no plan/summary tables on stdout (tests; the CLI's -q quiets
+                            // only stderr: results stay on stdout)
 };
 
 // OpenMP's thread count for what follows: `requested`, or every core when 0 (train.threads
