@@ -77,13 +77,6 @@ json provenance(const RunRequest& req, int threads, const std::string& started) 
           {"kernel_path", kernels::isa_name(kernels::best_isa())}};
 }
 
-// Building
-// the engine allocates and touches every planned buffer, and opening the data reads what it
-// keeps, so most of the peak is resident already; training adds the checkpoint's copy of the
-// parameters and optimizer state (made at every save) and the batches the data sources fill
-// later (prefetch buffers, read scratch: counted in dataset_bytes), plus the worker threads'
-// stacks and allocator arenas. The set-up's own high-water mark (e.g. HDF5's checks at open)
-// stays if it is higher.
 // 512 MiB of RAM less the GPU's default 64 MiB and about 48 MiB that the kernel and a minimal
 // (Lite) system keep: an estimate, not a measurement.
 constexpr std::uint64_t kBoardBudget = std::uint64_t{400} << 20;
@@ -104,6 +97,12 @@ void log_board_fit(std::uint64_t predicted) {
   }
 }
 
+// Building the engine allocates and touches every planned buffer, and opening the data reads what
+// it keeps, so most of the peak is resident already; training adds the checkpoint's copy of the
+// parameters and optimizer state (made at every save) and the batches the data sources fill later
+// (prefetch buffers, read scratch: counted in dataset_bytes), plus the worker threads' stacks and
+// allocator arenas. The set-up's own high-water mark (e.g. HDF5's checks at open) stays if it is
+// higher.
 std::uint64_t predict_peak_rss(const Engine& engine, const RunData& rd, int threads) {
   const std::uint64_t now = telemetry::current_rss_bytes();
   std::uint64_t checkpoint = 0;
