@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Divergence guard: a run whose loss becomes NaN stops at that step with exit code 3 and a
 # message naming the step and the learning rate, and leaves the last good checkpoint as it was
-# (byte for byte), for FP32 Full BP, Full ZO and ElasticZO. The guard is also on the weights
+# (byte for byte), for FP32 Full BP and ElasticZO (Full ZO: below). The guard is also on the weights
 # after every update: ElasticZO with optimizer.lr 1e10 (the largest the config accepts) blows
 # up the ZO weights within a few steps, a tensor (the backprop tail's Adam moments) overflows,
 # and the run stops naming the tensor, its part and the ZO learning rate. (An update still
@@ -15,7 +15,12 @@ fresh_dir "${out}"
 base=(--config "${repo}/configs/quickstart.json" --set "data.root=${repo}/data/mnist-subset"
       --set data.train_limit=640 --set train.threads=1 --no-progress -q)
 
-for method in full_bp full_zo elastic_zo; do
+# Full ZO is not among them: at the largest learning rate the config takes its loss stays finite
+# in a clang build (a loss near 6e9; GCC's sums overflow), so the CLI has no way to make it
+# diverge on both compilers. Its guard is checked with a learning rate of +inf set on the
+# config directly: EngineGuard.CheckFiniteAppliesAPendingDeferredUpdate and
+# Experiment.NonFiniteWeightsNeverReachACheckpoint (both Full ZO).
+for method in full_bp elastic_zo; do
   dir="${out}/${method}"
   # One good epoch: its checkpoint is the last good one.
   "${zotrain}" "${base[@]}" --set method.name="${method}" --set train.epochs=1 \
