@@ -557,6 +557,23 @@ struct Forgery {
   std::vector<std::string> words;  // what the error must say besides the file
 };
 
+// A copy of run `src` in `d` whose checkpoint `forgery` changed: --resume refuses it, naming the
+// checkpoint and the forgery's words, and leaves the file as it was. Returns those words.
+std::vector<std::string> expect_resume_refuses(const fs::path& src, const fs::path& d,
+                                               const Forgery& forgery) {
+  fs::copy(src, d);
+  const std::string ckpt = (d / "checkpoint.safetensors").string();
+  TensorFile f = read_safetensors(ckpt);
+  forgery.change(f);
+  write_safetensors(ckpt, f);
+  const auto before = fs::last_write_time(ckpt);
+  std::vector<std::string> words = forgery.words;
+  words.push_back(ckpt);
+  expect_says(error_of([&] { run_experiment(resume_without_limit(d)); }), words);
+  EXPECT_EQ(fs::last_write_time(ckpt), before);
+  return words;
+}
+
 // Each forgery of the checkpoint of run `src` is refused by --resume (its run directory, left as
 // it was), --init-from (into a run of `init_sets`: no output directory) and zotrain eval.
 void expect_forgeries_refused(const fs::path& src, const std::vector<std::string>& init_sets,
@@ -564,16 +581,8 @@ void expect_forgeries_refused(const fs::path& src, const std::vector<std::string
   for (const Forgery& forgery : forgeries) {
     SCOPED_TRACE(forgery.name);
     const auto d = fresh_dir("forged-" + forgery.name);
-    fs::copy(src, d);
     const std::string ckpt = (d / "checkpoint.safetensors").string();
-    TensorFile f = read_safetensors(ckpt);
-    forgery.change(f);
-    write_safetensors(ckpt, f);
-    const auto before = fs::last_write_time(ckpt);
-    std::vector<std::string> words = forgery.words;
-    words.push_back(ckpt);
-    expect_says(error_of([&] { run_experiment(resume_without_limit(d)); }), words);
-    EXPECT_EQ(fs::last_write_time(ckpt), before);
+    const std::vector<std::string> words = expect_resume_refuses(src, d, forgery);
 
     const auto out = fresh_dir("forged-init-" + forgery.name);
     RunRequest init = tiny(out.string(), init_sets);
@@ -766,16 +775,7 @@ TEST(Experiment, ResumeRefusesContradictoryRunState) {
   for (const Forgery& forgery : forgeries) {
     SCOPED_TRACE(forgery.name);
     const auto d = fresh_dir("state-" + forgery.name);
-    fs::copy(src, d);
-    const std::string ckpt = (d / "checkpoint.safetensors").string();
-    TensorFile f = read_safetensors(ckpt);
-    forgery.change(f);
-    write_safetensors(ckpt, f);
-    const auto before = fs::last_write_time(ckpt);
-    std::vector<std::string> words = forgery.words;
-    words.push_back(ckpt);
-    expect_says(error_of([&] { run_experiment(resume_without_limit(d)); }), words);
-    EXPECT_EQ(fs::last_write_time(ckpt), before);
+    const std::vector<std::string> words = expect_resume_refuses(src, d, forgery);
     EvalRequest eval;
     eval.target = d.string();
     expect_says(error_of([&] { run_eval(eval); }), words);
