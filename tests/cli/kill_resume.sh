@@ -31,23 +31,6 @@ common=(--set data.train_limit=$(( 32 * steps_per_epoch )) --set data.test_limit
 # prints "CHECKPOINT_STEP LAST_LOGGED_STEP WRITING" (tests/cli/check_run_dir.py).
 inspect() { /usr/bin/python3 "${repo}/tests/cli/check_run_dir.py" "$1"; }
 
-# finished DIR REFERENCE_DIGEST WHAT: a finished run's checks.
-finished() {
-  /usr/bin/python3 - "$1" "$2" "$3" <<'PY' || fail "$3"
-import json, os, sys
-d, ref, what = sys.argv[1:]
-s = json.load(open(os.path.join(d, "summary.json")))
-if s["weights_digest"] != ref: sys.exit(f"{what}: weights_digest {s['weights_digest']}, uninterrupted {ref}")
-steps = [json.loads(l)["step"] for l in open(os.path.join(d, "steps.jsonl"))]
-if steps != list(range(1, s["steps"] + 1)): sys.exit(f"{what}: steps.jsonl holds steps {steps}")
-epochs = [json.loads(l)["epoch"] for l in open(os.path.join(d, "metrics.jsonl"))]
-if epochs != list(range(1, len(epochs) + 1)) or len(epochs) != s["epochs"]:
-    sys.exit(f"{what}: metrics.jsonl holds epochs {epochs}")
-left = [f for f in os.listdir(d) if f.endswith((".tmp", ".next"))]
-if left: sys.exit(f"{what}: left behind: {left}")
-PY
-}
-
 total_kills=0 total_resumes=0 total_fresh=0 total_writing=0 total_aimed=0 total_rounds=0
 run_case() {  # run_case NAME KILLS CONFIG ARGS...
   local name="$1" budget="$2" config="$3"; shift 3

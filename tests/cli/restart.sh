@@ -22,20 +22,6 @@ args=(--config "${repo}/tests/fixtures/tiny.json" --set "data.root=${repo}/data/
       --set output.checkpoint_every=0 --no-progress -q)
 digest_of() { json_field "$1/summary.json" 's["weights_digest"]'; }
 
-# finished DIR REFERENCE WHAT: the uninterrupted run's weights, every epoch and step logged once.
-finished() {
-  /usr/bin/python3 - "$1" "$2" "$3" <<'PY' || fail "$3 (above)"
-import json, os, sys
-d, ref, what = sys.argv[1:]
-s = json.load(open(os.path.join(d, "summary.json")))
-if s["weights_digest"] != ref: sys.exit(f"{what}: weights_digest {s['weights_digest']}, uninterrupted {ref}")
-steps = [json.loads(l)["step"] for l in open(os.path.join(d, "steps.jsonl"))]
-if steps != list(range(1, s["steps"] + 1)): sys.exit(f"{what}: steps.jsonl holds steps {steps}")
-epochs = [json.loads(l)["epoch"] for l in open(os.path.join(d, "metrics.jsonl"))]
-if epochs != list(range(1, round(s["epochs"]) + 1)): sys.exit(f"{what}: metrics.jsonl holds epochs {epochs}")
-PY
-}
-
 # start_and_kill DIR STEPS CMD...: runs CMD and kills it with SIGKILL once DIR/steps.jsonl holds
 # STEPS records; returns CMD's exit code (0: it finished first).
 start_and_kill() {
