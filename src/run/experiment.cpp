@@ -85,7 +85,9 @@ int run_experiment(const RunRequest& req) {
     optimizer_read = read_optimizer_state(resume_file, folder.checkpoint_path());
   }
   TensorFile init_file;
-  json init_record;  // summary.json's run.init_from: where the parameters came from
+  // summary.json's run.init_from: where the parameters came from (a resumed run's checkpoint
+  // carries it).
+  json init_record = st.init_from;
   if (!req.init_from.empty()) {
     const std::string path = checkpoint_of(req.init_from);
     init_file = read_safetensors(path);
@@ -95,6 +97,7 @@ int run_experiment(const RunRequest& req) {
     init_record = {{"path", fs::absolute(path).lexically_normal().string()},
                    {"weights_digest", d != init_file.metadata.end() ? d->second
                                                                      : weights_digest(init_file)}};
+    st.init_from = init_record;
   }
   // The checkpoint's tensors go into the engine before the output directory is touched, so one
   // that does not fit the model is refused with nothing written.

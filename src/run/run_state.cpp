@@ -126,6 +126,7 @@ void save_checkpoint(const std::string& path, const Engine& engine,
   f.metadata["total_phases"] = phases_json(pr.total_times).dump();
   f.metadata["epoch_acc"] = pr.acc.to_json().dump();
   f.metadata["config"] = config::to_json_text(cfg);
+  if (!pr.init_from.is_null()) f.metadata["init_from"] = pr.init_from.dump();
   f.metadata["weights_digest"] = weights_digest(f);
   TensorFile opt;
   for (auto it = f.tensors.begin(); it != f.tensors.end();) {
@@ -262,6 +263,13 @@ RunState restore_run_state(const TensorFile& f, const std::string& path) {
   r.train_seconds = parsed("train_seconds", [](const json& j) { return j.get<double>(); });
   r.total_times = parsed("total_phases", [](const json& j) { return phases_from_json(j); });
   r.acc = parsed("epoch_acc", [](const json& j) { return EpochAcc::from_json(j); });
+  if (f.metadata.count("init_from"))  // optional: runs started with --init-from
+    r.init_from = parsed("init_from", [](const json& j) {
+      if (!j.is_object() || !j.contains("path") || !j["path"].is_string() ||
+          !j.contains("weights_digest") || !j["weights_digest"].is_string())
+        throw std::runtime_error("expected {\"path\": ..., \"weights_digest\": ...}");
+      return j;
+    });
 
   // The state against itself (what train_loop.cpp keeps true at every save).
   const auto refuse = [&](const std::string& why) {

@@ -35,6 +35,9 @@ struct RunState {
   double train_seconds = 0;  // training + eval wall time of finished epochs
   telemetry::PhaseTimes total_times;
   EpochAcc acc;
+  // --init-from: where the run's first parameters came from ({path, weights_digest}), kept by
+  // every checkpoint so summary.json's run.init_from survives --resume; null when none.
+  nlohmann::json init_from;
 };
 
 // A checkpoint is two files: `path` (checkpoint.safetensors) holds the weights and buffers under

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # What the binary tells a user around a run: the start-up line names method, precision, C and the
 # ZO part (preset, estimator, perturbation, q); --dry-run says whether the predicted peak fits the
-# 512 MB board (and summary.json records it); --init-from is logged and recorded in summary.json
-# (run.init_from: path and weights digest); -q quiets stderr only (the results stay on stdout);
+# 512 MB board or not (and summary.json records it); --init-from is logged and recorded in summary.json
+# (run.init_from: path and weights digest, kept by --resume); -q quiets stderr only (the results stay on stdout);
 # `zotrain eval --threads N` is accepted; `zotrain eval --validation` with another hold-out than
 # the run's is refused (it would score samples the run trained on); a --set error names the --set.
 # Usage: guardrails.sh ZOTRAIN REPO OUTDIR
@@ -24,6 +24,14 @@ grep -qE "predicted peak [0-9]+ MiB: fits a 512 MB Raspberry Pi Zero 2 W \(leave
   "${out}/dry.log" || fail "the dry run does not say it fits the board: $(cat "${out}/dry.log")"
 [[ $(json_field "${out}/dry/summary.json" "s['memory']['fits_512mb_board']") == True ]] ||
   fail "summary.json: memory.fits_512mb_board is not true"
+# Full BP at batch 4096 keeps ~300 MiB of errors and activations: over the board's budget.
+"${zotrain}" "${tiny[@]}" --set method.name=full_bp --set data.train_limit=null --set train.batch_size=4096 --dry-run \
+  --output-dir "${out}/big" > /dev/null 2> "${out}/big.log" ||
+  fail "the large dry run failed: $(tail -3 "${out}/big.log")"
+grep -qE "predicted peak [0-9]+ MiB: does not fit a 512 MB Raspberry Pi Zero 2 W \([0-9]+ MiB over .*train.batch_size" \
+  "${out}/big.log" || fail "the dry run does not say it does not fit: $(cat "${out}/big.log")"
+[[ $(json_field "${out}/big/summary.json" "s['memory']['fits_512mb_board']") == False ]] ||
+  fail "summary.json: memory.fits_512mb_board is not false for batch 4096"
 echo "start-up line and board fit: ok"
 
 # 2. -q keeps the results on stdout and the log off stderr.
@@ -44,6 +52,11 @@ grep -q "initialised parameters from .*checkpoint.safetensors (weights digest ${
   fail "summary.json: run.init_from.weights_digest is not the source's ${digest}"
 json_field "${out}/init/summary.json" "s['run']['init_from']['path']" | grep -q "src/checkpoint.safetensors" ||
   fail "summary.json: run.init_from.path"
+# Resuming the (finished) run keeps where its parameters came from.
+"${zotrain}" --resume "${out}/init" --no-progress > /dev/null 2> "${out}/init-resume.log" ||
+  fail "--resume of the --init-from run failed: $(tail -3 "${out}/init-resume.log")"
+[[ $(json_field "${out}/init/summary.json" "s['run']['init_from']['weights_digest']") == "${digest}" ]] ||
+  fail "summary.json after --resume: run.init_from is lost"
 echo "--init-from: ok"
 
 # 4. eval --threads, and eval --validation with another hold-out.
