@@ -7,6 +7,9 @@
 
 #include <CLI/CLI.hpp>
 #include <charconv>
+#include <chrono>
+#include <memory>
+#include <thread>
 #include <cstdio>
 #include <limits>
 #include <filesystem>
@@ -19,6 +22,7 @@
 #include "zotrain/config/methods.hpp"
 #include "zotrain/data/synthetic_points.hpp"
 #include "zotrain/core/error.hpp"
+#include "zotrain/dist/mpi.hpp"
 #include "zotrain/kernels/isa.hpp"
 #include "zotrain/run/experiment.hpp"
 #include "zotrain/run/evaluate.hpp"
@@ -117,6 +121,8 @@ int main(int argc, char** argv) {
              "(a full disk, a read-only file system: the last checkpoint is kept),\n"
              "3 training diverged (a non-finite loss, gradient or weight; the last checkpoint is kept),\n"
              "130 / 143 interrupted by Ctrl-C / SIGTERM (checkpoint saved).\n"
+             "Several processes or boards: mpirun -np N [--hostfile FILE] zotrain --config FILE trains\n"
+             "one model data-parallel, bit-identical to one process (README, \"Training on several boards\").\n"
              "Example: zotrain --config configs/quickstart.json --set method.partition=3 --set optimizer.lr=0.002");
   std::string config_path, output_dir, resume_dir, init_from;
   std::vector<std::string> overrides;
@@ -241,6 +247,33 @@ int main(int argc, char** argv) {
   if (quiet) spdlog::set_level(spdlog::level::warn);
   spdlog::set_pattern("[%H:%M:%S] %^%l%$ %v");
 
+  // Under mpirun, this process is one rank of a data-parallel run (docs/design.md §15): rank 0
+  // logs and writes, the others stay silent unless they fail; an error of any rank ends every
+  // rank (MPI_Abort), so none is left waiting in a collective.
+  std::unique_ptr<zt::Ranks> ranks;
+  const auto fail = [&](int code, const std::string& message, bool internal) {
+    if (ranks && ranks->rank() > 0) {
+      spdlog::set_level(spdlog::level::info);
+      // Rank 0 reports an error every rank meets (a bad config) and ends the job first.
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    const std::string who = ranks ? "rank " + std::to_string(ranks->rank()) + ": " : "";
+    if (internal) spdlog::critical("{}internal error: {}", who, message);
+    else spdlog::error("{}{}", who, message);
+    if (ranks) zt::dist::abort_job(code);
+    return code;
+  };
+  try {
+    ranks = zt::dist::join(&argc, &argv);
+    if (ranks && ranks->rank() > 0) spdlog::set_level(spdlog::level::off);
+    if (ranks && (bench->parsed() || eval->parsed() || !synthetic_dir.empty()))
+      throw zt::Error("mpirun: only training runs are spread over processes; start zotrain " +
+                      std::string(bench->parsed() ? "bench" : eval->parsed() ? "eval" : "--make-synthetic-modelnet") +
+                      " without mpirun");
+  } catch (const zt::Error& e) {
+    return fail(2, e.what(), false);
+  }
+
   try {
     if (bench->parsed()) {
       bench_opt.perturbation = zt::config::perturbation(bench_perturbation).id;
@@ -275,15 +308,14 @@ int main(int argc, char** argv) {
     req.overwrite = overwrite;
     req.init_from = init_from;
     using zt::run::ProgressMode;
-    req.progress = no_progress || quiet       ? ProgressMode::kOff
-                   : ::isatty(STDERR_FILENO) ? ProgressMode::kBar
-                                             : ProgressMode::kLines;
+    req.progress = no_progress || quiet || (ranks && ranks->rank() > 0) ? ProgressMode::kOff
+                   : ::isatty(STDERR_FILENO)                               ? ProgressMode::kBar
+                                                                           : ProgressMode::kLines;
+    req.ranks = ranks.get();
     return zt::run::run_experiment(req);
   } catch (const zt::Error& e) {
-    spdlog::error("{}", e.what());
-    return 2;
+    return fail(2, e.what(), false);
   } catch (const std::exception& e) {
-    spdlog::critical("internal error: {}", e.what());
-    return 1;
+    return fail(1, e.what(), true);
   }
 }

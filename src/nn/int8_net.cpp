@@ -37,6 +37,7 @@ Int8Net::Int8Net(std::string arch, Shape input, std::vector<Int8Layer> layers, k
   conv_bwd_in_ = kernels::select_conv2d_backward_input_s8(isa);
   conv_bwd_w_ = kernels::select_conv2d_backward_weights_s8(isa);
   requantize_ = kernels::select_requantize_s32_s8(isa);
+  requantize_max_ = kernels::select_requantize_max_s32_s8(isa);
   update_ = kernels::select_update_weights_s8(isa);
   relu_fwd_ = kernels::select_relu_forward_s8(isa);
   relu_bwd_ = kernels::select_relu_backward_s8(isa);
@@ -127,22 +128,29 @@ void Int8Net::update(int i, const std::int32_t* grad, int b_bp) {
 }
 
 int Int8Net::forward(int i, int batch, const std::int8_t* x, int ex, std::int8_t* y,
-                     std::int32_t* acc, void* scratch) const {
+                     std::int32_t* acc, void* scratch, Ranks* ranks) const {
   const Int8Layer& l = layer(i);
   const std::size_t out_n = static_cast<std::size_t>(batch) * l.out.numel();
+  // §5.1 over the whole batch: with ranks, the maximum of every rank's rows.
+  const auto requantize = [&] {
+    if (ranks == nullptr) return requantize_(acc, out_n, y);
+    const std::uint32_t mx = ranks->max(kernels::max_abs_s32(acc, out_n), Exchange::kBatchMax);
+    return requantize_max_(acc, out_n, mx, y);
+  };
   const std::int8_t* w = weights_.data() + l.weight_offset;
   switch (l.op) {
     case LayerOp::kConv2d: {
       kernels::Conv2dShape s = l.conv;
       s.batch = batch;
       conv_fwd_(s, x, w, acc, scratch);
-      return ex + l.exponent + requantize_(acc, out_n, y);
+      return ex + l.exponent + requantize();
     }
     case LayerOp::kLinear:
     case LayerOp::kPointLinear: {
       const int rows = l.op == LayerOp::kLinear ? batch : batch * l.in.dims.at(0);
       linear_fwd_(rows, l.weight_shape[0], l.weight_shape[1], x, w, acc);
       if (l.norm) {
+        ZT_CHECK_MSG(ranks == nullptr, "int8 BatchNorm of a batch spread over ranks");
         ZT_CHECK_MSG(kernels::batchnorm_sums_fit(static_cast<std::size_t>(rows), l.weight_shape[1]),
                      "int8 BatchNorm: batch × points too large for its int64 sums");
         kernels::batchnorm_forward_s32(static_cast<std::size_t>(rows), l.weight_shape[0], acc,
@@ -150,7 +158,7 @@ int Int8Net::forward(int i, int batch, const std::int8_t* x, int ex, std::int8_t
         l.norm_exp = -kernels::kNormFracBits + requantize_(acc, out_n, y);
         return l.norm_exp;
       }
-      return ex + l.exponent + requantize_(acc, out_n, y);
+      return ex + l.exponent + requantize();
     }
     case LayerOp::kRelu:
       relu_fwd_(out_n, x, y);

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reporter.hpp"
+#include "data_parallel.hpp"
 #include "run_report.hpp"
 #include "run_state.hpp"
 #include "train_loop.hpp"
@@ -57,9 +58,11 @@ int run_experiment(const RunRequest& req) {
   // ---- everything that can fail on bad input happens before the output directory exists ----
   const int batch = static_cast<int>(config::resolve_batch_size(cfg));
   // Building the engine validates the architecture and the partition against the model.
-  std::unique_ptr<Engine> engine = cfg.model.precision == config::Precision::kInt8
-                                       ? make_int8_engine(cfg, batch, threads)
-                                       : make_fp32_engine(cfg, batch, threads);
+  Ranks& ranks = req.ranks != nullptr ? *req.ranks : single_rank();
+  std::unique_ptr<Engine> engine =
+      cfg.model.precision == config::Precision::kInt8
+          ? make_int8_engine(cfg, batch, threads, kernels::best_isa(), &ranks)
+          : make_fp32_engine(cfg, batch, threads, kernels::best_isa(), &ranks);
   const int C = engine->partition();
   const std::string root = config::resolve_path(cfg, cfg.data.root);
   RunData rd = load_run_data(cfg, root, batch, engine->input_floats(), seeds::data(cfg.seed));
@@ -69,7 +72,7 @@ int run_experiment(const RunRequest& req) {
                     : req.overwrite ? Mode::kOverwrite
                     : req.dry_run   ? Mode::kDryRun
                                     : Mode::kFresh;
-  RunFolder folder(req.output_dir, "runs/" + cfg.name, mode);
+  RunFolder folder(req.output_dir, "runs/" + cfg.name, mode, /*writer=*/ranks.rank() == 0);
   folder.check();
   // --resume of a run killed before its first checkpoint: started afresh from its config.json.
   const bool resume = req.resume && !folder.restarts();
@@ -141,11 +144,16 @@ int run_experiment(const RunRequest& req) {
                config::name(cfg.model.arch), config::name(cfg.data.dataset), rd.train_count,
                rd.val ? fmt::format(" / {} validation", rd.val_count) : std::string(), rd.test_count, C,
                engine->num_parametric(), engine->params_zo(), engine->params_bp(), zo_part);
+  if (!ranks.single())
+    spdlog::info("data-parallel over {} ranks: each runs layers 1..{} of {} of the probes on its "
+                 "share of every batch of {}, the rest on the whole batch",
+                 ranks.size(), engine->sharded_layers(), engine->layers().size(), batch);
   plan["memory"]["fits_512mb_board"] = fits_board(predicted);
   if (req.dry_run) log_board_fit(predicted);
   Reporter rep(req.progress, req.quiet);
 
-  // ---- from here on the output directory is ours ----
+  // ---- from here on the output directory is ours (rank 0's: the others never write) ----
+  ranks.barrier();  // every rank has read the checkpoint before rank 0 finishes its save
   folder.claim();
   if (req.dry_run) {
     rep.plan(cfg.name, *engine, paper, planned, predicted);
@@ -161,7 +169,7 @@ int run_experiment(const RunRequest& req) {
   if (folder.restarts()) {
     spdlog::info("no checkpoint yet: starting the run afresh from {}/config.json", folder.dir());
   } else if (resume) {
-    finish_interrupted_save(folder.checkpoint_path(), optimizer_read);
+    if (folder.writes()) finish_interrupted_save(folder.checkpoint_path(), optimizer_read);
     // Keep the records of finished epochs (and the epoch-0 evaluation, unless the run resumes
     // before its first step, which writes it again) and of earlier steps.
     folder.truncate_records(
@@ -181,7 +189,7 @@ int run_experiment(const RunRequest& req) {
     // config.json does not say where the parameters came from: a checkpoint of them, before
     // config.json, makes --resume of a run killed before its first own checkpoint start from
     // them too (never afresh from a random initialisation).
-    save_checkpoint(folder.checkpoint_path(), *engine, effective, st);
+    if (folder.writes()) save_checkpoint(folder.checkpoint_path(), *engine, effective, st);
   }
   folder.write_config(effective);
 
@@ -189,13 +197,19 @@ int run_experiment(const RunRequest& req) {
   int stop_signal = 0;
   {
     StopSignals signals;
-    r = train_loop(effective, *engine, rd, folder, rep, st);
+    const ExchangeStats before = ranks.stats();
+    const std::int64_t first_step = st.global_step;
+    r = train_loop(effective, *engine, rd, folder, rep, st, ranks);
+    if (!ranks.single())
+      plan["parallel"] = parallel_json(ranks, engine->sharded_layers(),
+                                       static_cast<int>(engine->layers().size()),
+                                       ranks.stats() - before, st.global_step - first_step);
     stop_signal = StopSignals::signal();
   }
 
   // Never overwrite the last good checkpoint with non-finite weights (also when interrupted).
   if (r.diverged || !save_checkpoint_if_finite(effective, *engine, folder, st, r)) {
-    spdlog::error("{}", divergence_message(effective, r.divergence, folder));
+    if (folder.writes()) spdlog::error("{}", divergence_message(effective, r.divergence, folder));
     return kExitDiverged;
   }
   if (r.interrupted) {
@@ -219,7 +233,7 @@ int run_experiment(const RunRequest& req) {
   if (!init_record.is_null()) summary["run"]["init_from"] = init_record;
   folder.write_summary(summary);
 
-  if (req.quiet) return 0;
+  if (req.quiet || !folder.writes()) return 0;
   const std::string val = rd.val ? fmt::format(" (validation {:.2f}%)", r.last_eval.val.accuracy)
                                  : std::string();
   std::printf("\n%s: test accuracy %.2f%%%s after %.2f epochs (%lld steps), %.2f s\n",

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "zotrain/run/engine.hpp"
+#include "data_parallel.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/core/seeds.hpp"
 #include "zotrain/nn/architectures.hpp"
@@ -40,8 +41,9 @@ bool is_variance(const std::string& name) { return name.ends_with(".running_var"
 
 class Fp32Engine final : public Engine {
  public:
-  Fp32Engine(const config::ExperimentConfig& cfg, int batch, int threads, kernels::Isa isa)
-      : cfg_(cfg), batch_(batch), model_(nn::make_model(cfg.model.arch, isa, static_cast<int>(cfg.data.points))) {
+  Fp32Engine(const config::ExperimentConfig& cfg, int batch, int threads, kernels::Isa isa,
+             Ranks* ranks)
+      : cfg_(cfg), ranks_(ranks != nullptr ? *ranks : single_rank()), batch_(batch), model_(nn::make_model(cfg.model.arch, isa, static_cast<int>(cfg.data.points))) {
     (void)threads;  // the FP32 trainer sizes per-thread scratch itself
     const int L = model_->num_parametric();
     c_ = config::resolve_partition(cfg.method, L);
@@ -65,6 +67,8 @@ class Fp32Engine final : public Engine {
     o.optimizer = cfg.optimizer.name;
     o.bp_activations = cfg.method.bp_activations;
     o.plan = cfg.train.memory_plan;
+    check_data_parallel(cfg, ranks_, batch, train::kForwardChunk);
+    o.ranks = &ranks_;
     lrs_ = resolve_learning_rates(cfg.optimizer.lr, cfg.optimizer.bp_lr, o.optimizer);
     model_->init(cfg.seed);
     trainer_ = std::make_unique<Fp32Trainer>(*model_, o);
@@ -94,6 +98,7 @@ class Fp32Engine final : public Engine {
   }
 
   int partition() const override { return c_; }
+  int sharded_layers() const override { return trainer_->shard_until(); }
   int num_parametric() const override { return model_->num_parametric(); }
   std::size_t params_total() const override { return model_->num_params(); }
   std::size_t params_zo() const override { return trainer_->zo_params(); }
@@ -149,8 +154,10 @@ class Fp32Engine final : public Engine {
       b = batcher.take(index, x_.data(), y_.data());
     }
     trainer_->set_step_number(step_number);
+    const std::int64_t mpi_ns = ranks_.stats().ns;
     const StepStats st = trainer_->step(b.x, b.labels, b.n, step_seed, static_cast<float>(lr_),
                                         static_cast<float>(bp_lr_), times);
+    carve_mpi_time(times, ranks_.stats().ns - mpi_ns);
     EngineStep r;
     r.loss = st.loss, r.correct = st.correct, r.n = b.n, r.g = st.g, r.clipped = st.clipped;
     r.nonfinite = find_nonfinite();
@@ -298,6 +305,7 @@ class Fp32Engine final : public Engine {
   };
 
   config::ExperimentConfig cfg_;
+  Ranks& ranks_;
   int batch_, c_ = 0;
   std::unique_ptr<nn::Model> model_;
   std::unique_ptr<Fp32Trainer> trainer_;
@@ -311,8 +319,8 @@ class Fp32Engine final : public Engine {
 }  // namespace
 
 std::unique_ptr<Engine> make_fp32_engine(const config::ExperimentConfig& cfg, int batch,
-                                         int threads, kernels::Isa isa) {
-  return std::make_unique<Fp32Engine>(cfg, batch, threads, isa);
+                                         int threads, kernels::Isa isa, Ranks* ranks) {
+  return std::make_unique<Fp32Engine>(cfg, batch, threads, isa, ranks);
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "zotrain/run/engine.hpp"
+#include "data_parallel.hpp"
 #include "zotrain/config/catalogue.hpp"
 #include "zotrain/core/error.hpp"
 #include "zotrain/train/int8_zo.hpp"
@@ -41,8 +42,9 @@ using nlohmann::json;
 
 class Int8Engine final : public Engine {
  public:
-  Int8Engine(const config::ExperimentConfig& cfg, int batch, int threads, kernels::Isa isa)
-      : cfg_(cfg), batch_(batch), fp32_(nn::make_model(cfg.model.arch, kernels::Isa::kReference, static_cast<int>(cfg.data.points))) {
+  Int8Engine(const config::ExperimentConfig& cfg, int batch, int threads, kernels::Isa isa,
+             Ranks* ranks)
+      : cfg_(cfg), ranks_(ranks != nullptr ? *ranks : single_rank()), batch_(batch), fp32_(nn::make_model(cfg.model.arch, kernels::Isa::kReference, static_cast<int>(cfg.data.points))) {
     net_ = nn::make_int8_net(*fp32_, isa, cfg.int8.batchnorm);
     macs_ = fp32_->forward_macs_per_sample();
     for (const auto& list : {fp32_->params(), fp32_->buffers()})
@@ -61,6 +63,8 @@ class Int8Engine final : public Engine {
     o.node_perturbation = layerwise_ && cfg.zo.node_perturbation;
     o.queries = static_cast<int>(cfg.zo.queries);
     o.cache_direction = cfg.zo.cache_direction && !layerwise_;  // layerwise: perturb_block
+    check_data_parallel(cfg, ranks_, batch, train::kShardChunk);
+    o.ranks = &ranks_;
     trainer_ = std::make_unique<Int8Trainer>(*net_, o);
     estimator_ = make_estimator(cfg.zo.estimator, static_cast<int>(cfg.zo.queries));
     sign_.kind = cfg.int8.sign;
@@ -77,6 +81,7 @@ class Int8Engine final : public Engine {
   }
 
   int partition() const override { return c_; }
+  int sharded_layers() const override { return trainer_->shard_until(); }
   int num_parametric() const override { return net_->num_parametric(); }
   std::size_t params_total() const override { return net_->num_weights(); }
   std::size_t params_zo() const override { return trainer_->zo_weights(); }
@@ -183,11 +188,15 @@ class Int8Engine final : public Engine {
     r.correct = int8_correct(trainer_->logits_minus(), labels_.data(), n, classes);
   }
 
+  // The trainer's phase times since the last call, with the collectives' time (inside its
+  // forward passes) as MPI.
   void add_phase_times(telemetry::PhaseTimes& times) {
     const auto ns = trainer_->take_phase_ns();
     for (int p = 0; p < telemetry::kNumPhases; ++p)
       times.add(static_cast<telemetry::Phase>(p),
                 static_cast<double>(ns[static_cast<std::size_t>(p)]) * 1e-9);
+    carve_mpi_time(times, ranks_.stats().ns - mpi_ns_);
+    mpi_ns_ = ranks_.stats().ns;
   }
 
   // Poor Man's Training's global η: optimizer.lr, or the int8 default (docs/guide/defaults.md).
@@ -318,7 +327,9 @@ class Int8Engine final : public Engine {
   }
 
   config::ExperimentConfig cfg_;
+  Ranks& ranks_;
   int batch_, c_ = 0;
+  std::int64_t mpi_ns_ = 0;  // the ranks' collective time at the last add_phase_times
   std::unique_ptr<nn::Model> fp32_;  // the layer sequence the int8 network mirrors
   std::vector<std::string> fp32_names_;  // its parameters and buffers (--init-from an FP32 file)
   std::size_t macs_ = 0;
@@ -341,8 +352,8 @@ class Int8Engine final : public Engine {
 }  // namespace
 
 std::unique_ptr<Engine> make_int8_engine(const config::ExperimentConfig& cfg, int batch,
-                                         int threads, kernels::Isa isa) {
-  return std::make_unique<Int8Engine>(cfg, batch, threads, isa);
+                                         int threads, kernels::Isa isa, Ranks* ranks) {
+  return std::make_unique<Int8Engine>(cfg, batch, threads, isa, ranks);
 }
 
 }  // namespace zt::run

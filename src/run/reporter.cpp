@@ -84,6 +84,7 @@ void Reporter::tables(const telemetry::PhaseTimes& t, double epochs_run,
     std::printf("\n  %-14s %10s %7s %12s\n", "phase", "seconds", "share", "per epoch");
     for (int i = 0; i < telemetry::kNumPhases; ++i) {
       const auto p = static_cast<Phase>(i);
+      if (p == Phase::kMpi && t.get(p) == 0) continue;  // one process
       std::printf("  %-14s %10.3f %6.1f%% %12.3f\n", telemetry::phase_label(p), t.get(p),
                   100.0 * t.get(p) / total, epochs_run > 0 ? t.get(p) / epochs_run : 0.0);
     }

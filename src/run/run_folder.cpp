@@ -114,8 +114,8 @@ void make_dirs(const std::string& dir) {
 
 }  // namespace
 
-RunFolder::RunFolder(std::string dir, std::string numbered_base, Mode mode)
-    : dir_(std::move(dir)), base_(std::move(numbered_base)), mode_(mode) {}
+RunFolder::RunFolder(std::string dir, std::string numbered_base, Mode mode, bool writer)
+    : dir_(std::move(dir)), base_(std::move(numbered_base)), mode_(mode), writer_(writer) {}
 
 RunFolder::~RunFolder() {
   if (lock_fd_ >= 0) ::close(lock_fd_);
@@ -127,6 +127,7 @@ bool RunFolder::restarts() const {
 
 void RunFolder::check() {
   if (dir_.empty()) return;  // numbered: any free number will do
+  if (!writer_ && mode_ != Mode::kResume) return;  // the writer checks what it will write
   switch (mode_) {
     case Mode::kResume:
       checkpoint_seen_ = identity(checkpoint_path());
@@ -151,6 +152,7 @@ void RunFolder::check() {
 }
 
 void RunFolder::claim() {
+  if (!writer_) return;
   const bool claims = mode_ == Mode::kFresh || mode_ == Mode::kOverwrite;
   std::string holder;
   if (dir_.empty()) {
@@ -197,16 +199,19 @@ void RunFolder::claim() {
 }
 
 void RunFolder::write_config(const config::ExperimentConfig& cfg) const {
+  if (!writer_) return;
   write_file_atomic(path("config.json"), config::to_json_text(cfg));
 }
 
 void RunFolder::write_summary(const nlohmann::json& summary) const {
+  if (!writer_) return;
   write_file_atomic(path("summary.json"), summary.dump(2) + "\n");
 }
 
 // One write of the whole line; a failed write (a full disk) is cut back off, so the file only
 // ever holds whole records.
 void RunFolder::append_record(const char* file, const nlohmann::json& record) const {
+  if (!writer_) return;
   const std::string p = path(file);
   const std::string line = record.dump() + "\n";
   const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -231,6 +236,7 @@ void RunFolder::append_record(const char* file, const nlohmann::json& record) co
 void RunFolder::truncate_records(const char* file,
                                  bool (*keep)(const nlohmann::json&, std::int64_t),
                                  std::int64_t position) const {
+  if (!writer_) return;
   const std::string p = path(file);
   std::ifstream in(p);
   if (!in) return;

@@ -129,11 +129,23 @@ class StepLog {
 };
 
 
+// What every rank does next, agreed in one collective (one rank: read off locally): stop (a stop
+// signal reached some rank), or write a checkpoint by time (rank 0's clock), or neither.
+struct Control {
+  bool stop = false, checkpoint = false;
+};
+Control agree(Ranks& ranks, bool due) {
+  const std::uint32_t mine =
+      (StopSignals::signal() != 0 ? 2u : 0u) | (ranks.rank() == 0 && due ? 1u : 0u);
+  const std::uint32_t all = ranks.single() ? mine : ranks.max(mine, Exchange::kControl);
+  return {all >= 2, all == 1};
+}
+
 }  // namespace
 
 // The training loop: epochs of steps from `st` on, with evaluation, metrics and checkpoints.
 LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunData& rd,
-                      const RunFolder& folder, Reporter& rep, RunState& st) {
+                      const RunFolder& folder, Reporter& rep, RunState& st, Ranks& ranks) {
   BatchSource& batcher = *rd.train;
   const std::int64_t epochs = cfg.train.epochs, max_steps = cfg.train.max_steps.value_or(0);
   const std::int64_t per_epoch = batcher.batches_per_epoch();
@@ -171,9 +183,16 @@ LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunDa
     const json hyper = engine.begin_epoch(st.epoch);
     batcher.start_epoch(static_cast<int>(st.epoch));
     for (; st.step_in_epoch < per_epoch; ++st.step_in_epoch) {
-      if (StopSignals::signal() != 0) {
+      // By time, mid-epoch, the state after the previous step (the epoch's last step is
+      // checkpointed below, after its record).
+      const Control next = agree(ranks, st.step_in_epoch > 0 && time_due());
+      if (next.stop) {
         r.interrupted = true;
         break;
+      }
+      if (next.checkpoint) {
+        if (!save_checkpoint_if_finite(cfg, engine, folder, st, r)) break;
+        last_checkpoint = Clock::now();
       }
       if (max_steps > 0 && st.global_step >= max_steps) {
         stopped_early = true;
@@ -207,14 +226,6 @@ LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunDa
       ++st.global_step;
       steps.after(st, per_epoch, s, hyper);
       rep.step(st.epoch, epochs, st.global_step, a.loss_sum / static_cast<double>(a.samples), s.n);
-      // By time, mid-epoch: the state a stop signal at the next step would save (the epoch's last
-      // step is checkpointed below, after its record).
-      if (st.step_in_epoch + 1 < per_epoch && time_due()) {
-        RunState next = st;
-        ++next.step_in_epoch;
-        if (!save_checkpoint_if_finite(cfg, engine, folder, next, r)) break;
-        last_checkpoint = Clock::now();
-      }
     }
     rep.end_epoch();
     if (r.interrupted || r.diverged || (stopped_early && st.step_in_epoch == 0)) break;
@@ -240,7 +251,7 @@ LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunDa
     st.step_in_epoch = 0;
     const bool every = cfg.output.checkpoint_every > 0 &&
                        (st.epoch + 1) % cfg.output.checkpoint_every == 0;
-    if (st.epoch + 1 < epochs && (every || time_due())) {
+    if (st.epoch + 1 < epochs && (every || agree(ranks, time_due()).checkpoint)) {
       RunState next = st;
       ++next.epoch;
       if (!save_checkpoint_if_finite(cfg, engine, folder, next, r)) break;
@@ -268,7 +279,7 @@ bool state_diverged(Engine& engine, const RunState& st, LoopResult& r) {
 bool save_checkpoint_if_finite(const config::ExperimentConfig& cfg, Engine& engine,
                                const RunFolder& folder, const RunState& st, LoopResult& r) {
   if (state_diverged(engine, st, r)) return false;
-  save_checkpoint(folder.checkpoint_path(), engine, cfg, st);
+  if (folder.writes()) save_checkpoint(folder.checkpoint_path(), engine, cfg, st);
   return true;
 }
 

@@ -53,14 +53,19 @@ class StopSignals {
   void (*previous_term_)(int);
 };
 
+// `ranks`: a data-parallel run's (docs/design.md §15); every rank runs this loop in lockstep and
+// they agree at each step whether to stop (a signal reached any of them) and whether a
+// checkpoint is due (by rank 0's clock); only the folder's writer writes.
 LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunData& rd,
-                      const RunFolder& folder, Reporter& rep, RunState& st);
+                      const RunFolder& folder, Reporter& rep, RunState& st,
+                      Ranks& ranks = single_rank());
 
 // Whether the state after `st`'s last step (a pending deferred ZO update applied) holds a
 // non-finite tensor (Engine::check_finite); if so, records that step in r.divergence.
 bool state_diverged(Engine& engine, const RunState& st, LoopResult& r);
-// Writes the checkpoint of `st` (the state after its last step) unless the state holds a
-// non-finite tensor (state_diverged); then writes nothing and returns false.
+// Writes the checkpoint of `st` (the state after its last step; only the folder's writer writes)
+// unless the state holds a non-finite tensor (state_diverged); then writes nothing and returns
+// false.
 bool save_checkpoint_if_finite(const config::ExperimentConfig& cfg, Engine& engine,
                                const RunFolder& folder, const RunState& st, LoopResult& r);
 

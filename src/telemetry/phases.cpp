@@ -11,6 +11,7 @@ const char* phase_key(Phase p) {
     case Phase::kLoss: return "loss";
     case Phase::kData: return "data";
     case Phase::kEval: return "eval";
+    case Phase::kMpi: return "mpi";
     case Phase::kCount: break;
   }
   return "?";
@@ -25,6 +26,7 @@ const char* phase_label(Phase p) {
     case Phase::kLoss: return "Loss/Estimate";
     case Phase::kData: return "Data";
     case Phase::kEval: return "Eval";
+    case Phase::kMpi: return "MPI";
     case Phase::kCount: break;
   }
   return "?";

@@ -71,7 +71,7 @@ class Fp32Trainer::ZoStep final : public ZoExecutor {
       {
         telemetry::ScopedPhase p(times_, telemetry::Phase::kForward);
         t_.model_.set_update_running_stats(false);
-        logits = t_.forward(x_, n_, t_.plan_.sets == 2 ? 1 : 0);
+        logits = t_.forward(x_, n_, t_.plan_.sets == 2 ? 1 : 0, /*shard=*/true);
         t_.model_.set_update_running_stats(true);
       }
       telemetry::ScopedPhase p(times_, telemetry::Phase::kLoss);
@@ -83,7 +83,7 @@ class Fp32Trainer::ZoStep final : public ZoExecutor {
         // Node perturbation keeps the first clean pass's inputs and outputs; a second clean
         // pass (for backprop) runs at the same θ and would copy the same values again.
         t_.nodes_.set_capturing(t_.nodes_.enabled() && !nodes_captured_);
-        logits = t_.forward(x_, n_, 0);
+        logits = t_.forward(x_, n_, 0, /*shard=*/true);
         t_.nodes_.set_capturing(false);
       }
       telemetry::ScopedPhase p(times_, telemetry::Phase::kLoss);

@@ -65,10 +65,47 @@ Fp32Trainer::Fp32Trainer(nn::Model& model, const Fp32TrainerOptions& options)
       g += p->size();
     }
   for (nn::ParamTensor* p : model_.params_of_range(0, opt_.partition)) p->grad = nullptr;
+
+  // Data-parallel probes (docs/design.md §15): the layers before the backprop segment (all of
+  // them for Full ZO) on this rank's chunks, unless a layer there couples the samples of a batch.
+  ranks_ = opt_.ranks != nullptr ? opt_.ranks : &single_rank();
+  if (!ranks_->single()) {
+    ZT_CHECK_MSG(!opt_.batched, "batched probes of a batch spread over ranks");
+    shard_until_ = opt_.node_perturbation || plan_.lean ? 0 : plan_.seg;
+    for (int i = 0; i < shard_until_; ++i)
+      if (model_.layer(i).desc().op == nn::LayerOp::kBatchNorm) shard_until_ = 0;
+    shard_begin_.resize(static_cast<std::size_t>(ranks_->size()) + 1);
+  }
+}
+
+void Fp32Trainer::forward_chunks(const float* x, int n, int set, int c0, int c1, int l0, int l1) {
+  if (c0 >= c1 || l0 >= l1) return;
+  const Fp32Plan& p = plan_;
+  float* scratch = p.scratch();
+  auto run_chunk = [&](int c, float* thread_scratch, int thread) {
+    const int b0 = c * kForwardChunk, nb = std::min(kForwardChunk, n - b0);
+    for (int i = l0; i < l1; ++i) {
+      model_.layer(i).forward(nb, p.chunk_input(x, i, set, b0, thread),
+                              p.chunk_output(i, set, b0, thread), thread_scratch);
+    }
+  };
+#ifdef ZT_OPENMP
+  if (p.threads > 1 && c1 - c0 > 1) {
+#pragma omp parallel num_threads(p.threads)
+    {
+      float* thread_scratch =
+          scratch ? scratch + p.chunk_scratch_floats * omp_get_thread_num() : nullptr;
+#pragma omp for schedule(static)
+      for (int c = c0; c < c1; ++c) run_chunk(c, thread_scratch, omp_get_thread_num());
+    }
+    return;
+  }
+#endif
+  for (int c = c0; c < c1; ++c) run_chunk(c, scratch, 0);
 }
 
 
-const float* Fp32Trainer::forward(const float* x, int n, int set) {
+const float* Fp32Trainer::forward(const float* x, int n, int set, bool shard) {
   ZT_CHECK(n >= 1 && n <= opt_.batch_size);
   direction_.sync();
   input_ = x;
@@ -79,39 +116,36 @@ const float* Fp32Trainer::forward(const float* x, int n, int set) {
   const int plain_end = p.lean ? p.stream_from : layers;
   const int chunked_end = std::min(p.chunked_until, plain_end);
   const int chunks = (n + kForwardChunk - 1) / kForwardChunk;
-  auto run_chunk = [&](int c, float* thread_scratch, int thread) {
-    const int b0 = c * kForwardChunk, nb = std::min(kForwardChunk, n - b0);
-    for (int i = 0; i < chunked_end; ++i) {
-      model_.layer(i).forward(nb, p.chunk_input(x, i, set, b0, thread),
-                              p.chunk_output(i, set, b0, thread), thread_scratch);
-    }
-  };
-  bool done = false;
-#ifdef ZT_OPENMP
-  if (p.threads > 1 && chunks > 1 && chunked_end > 0) {
-#pragma omp parallel num_threads(p.threads)
-    {
-      float* thread_scratch =
-          scratch ? scratch + p.chunk_scratch_floats * omp_get_thread_num() : nullptr;
-#pragma omp for schedule(static)
-      for (int c = 0; c < chunks; ++c) run_chunk(c, thread_scratch, omp_get_thread_num());
-    }
-    done = true;
+  // Layers [0, S) on this rank's chunks only (rows [lo, hi)), then their output gathered.
+  const int S = shard ? shard_until_ : 0;
+  int lo = 0, hi = n;
+  if (S > 0) {
+    shard_rows(n, kForwardChunk, ranks_->size(), shard_begin_.data());
+    lo = shard_begin_[static_cast<std::size_t>(ranks_->rank())];
+    hi = shard_begin_[static_cast<std::size_t>(ranks_->rank()) + 1];
   }
-#endif
-  if (!done && chunked_end > 0)
-    for (int c = 0; c < chunks; ++c) run_chunk(c, scratch, 0);
-  // The whole-batch layers; the clean probe of node perturbation keeps their inputs and outputs.
-  const auto whole_batch = [&](int i) {
-    const float* in = p.layer_input(x, i, set);
-    float* out = p.layer_output(i, set);
-    model_.layer(i).forward(n, in, out, scratch);
-    if (nodes_.capturing()) nodes_.capture(i, in, out, n);
+  const auto per_sample = [&](int i) { return model_.output_shape(i).numel(); };
+  const auto whole_batch = [&](int i, int r0, int r1) {
+    if (r0 >= r1) return;
+    const std::size_t in_row = i == 0 ? model_.input_shape().numel() : per_sample(i - 1);
+    const float* in = p.layer_input(x, i, set) + static_cast<std::size_t>(r0) * in_row;
+    float* out = p.layer_output(i, set) + static_cast<std::size_t>(r0) * per_sample(i);
+    model_.layer(i).forward(r1 - r0, in, out, scratch);
+    // The clean probe of node perturbation keeps the layers' inputs and outputs (never sharded).
+    if (nodes_.capturing()) nodes_.capture(i, in, out, r1 - r0);
   };
-  for (int i = chunked_end; i < plain_end; ++i) whole_batch(i);
+  if (S > 0) {
+    forward_chunks(x, n, set, lo / kForwardChunk, (hi + kForwardChunk - 1) / kForwardChunk, 0,
+                   std::min(chunked_end, S));
+    for (int i = chunked_end; i < S; ++i) whole_batch(i, lo, hi);
+    ranks_->gather_rows(p.layer_output(S - 1, set), per_sample(S - 1) * sizeof(float),
+                        shard_begin_.data(), Exchange::kActivations);
+  }
+  forward_chunks(x, n, set, 0, chunks, S, chunked_end);
+  for (int i = std::max(chunked_end, S); i < plain_end; ++i) whole_batch(i, 0, n);
   if (p.lean) {
     stack_.forward(x, n, set);
-    for (int i = p.pool + 1; i < layers; ++i) whole_batch(i);
+    for (int i = p.pool + 1; i < layers; ++i) whole_batch(i, 0, n);
   }
   return p.layer_output(layers - 1, set);
 }

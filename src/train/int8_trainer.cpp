@@ -60,6 +60,21 @@ Int8Trainer::Int8Trainer(nn::Int8Net& net, const Int8TrainerOptions& options)
   plan_.allocate();
   directions_.bind(plan_.arena());
   plus_logits_ = plan_.plus_logits();
+
+  // Data-parallel probes (docs/design.md §15): the layers before the backprop segment (all of
+  // them for Full ZO) on this rank's rows, unless a layer there is normalised by the batch's
+  // statistics or streamed by points.
+  ranks_ = opt_.ranks != nullptr ? opt_.ranks : &single_rank();
+  if (!ranks_->single()) {
+    shard_until_ = opt_.node_perturbation ? 0 : plan_.seg;
+    for (int i = 0; i < shard_until_; ++i) {
+      const std::size_t k = static_cast<std::size_t>(i);
+      if (net_.layer(i).norm || plan_.chunk_rows[k] > 0 || plan_.relu_on_read[k] != 0 ||
+          i == plan_.tail)
+        shard_until_ = 0;
+    }
+    shard_begin_.resize(static_cast<std::size_t>(ranks_->size()) + 1);
+  }
 }
 
 const std::int8_t* Int8Trainer::act(int i) const {
@@ -71,11 +86,27 @@ std::int8_t* Int8Trainer::act(int i) {
   return plan_.output(i);
 }
 
-void Int8Trainer::forward(int n, int from) {
+void Int8Trainer::forward(int n, int from, bool shard) {
   std::int32_t* acc = plan_.acc();
   void* scratch = plan_.scratch();
   int ex = from == 0 ? input_exp_ : last_exp_;  // from > 0: act(from − 1) with exponent last_exp_
-  for (int i = from; i < net_.size(); ++i) {
+  // Layers [from, S) on this rank's rows [lo, hi) only, then their output gathered.
+  const int S = shard && from < shard_until_ ? shard_until_ : from;
+  if (S > from) {
+    const auto rank = static_cast<std::size_t>(ranks_->rank());
+    shard_rows(n, kShardChunk, ranks_->size(), shard_begin_.data());
+    const int lo = shard_begin_[rank], rows = shard_begin_[rank + 1] - lo;
+    ZT_CHECK_MSG(rows > 0, "a rank without rows of the batch");
+    for (int i = from; i < S; ++i) {
+      const nn::Int8Layer& l = net_.layer(i);
+      const std::size_t r0 = static_cast<std::size_t>(lo);
+      ex = net_.forward(i, rows, act(i - 1) + r0 * l.in.numel(), ex, act(i) + r0 * l.out.numel(),
+                        acc, scratch, ranks_);
+    }
+    ranks_->gather_rows(act(S - 1), net_.layer(S - 1).out.numel(), shard_begin_.data(),
+                        Exchange::kActivations);
+  }
+  for (int i = S; i < net_.size(); ++i) {
     if (i == plan_.tail) {
       ex = points_.forward_tail(n, ex);
       i += 2;
@@ -110,7 +141,7 @@ void Int8Trainer::perturb(std::uint64_t step_seed, int query, int k, const Int8H
 void Int8Trainer::probe(bool plus) {
   Timed t(ns_, Phase::kForward);
   capture_ = !plus && opt_.node_perturbation;
-  forward(n_);
+  forward(n_, 0, /*shard=*/true);
   capture_ = false;
   if (plus) {
     std::memcpy(plus_logits_, last_logits(),

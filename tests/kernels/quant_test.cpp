@@ -183,6 +183,29 @@ using QuantS8Test = test::IsaTest;
 TEST_P(QuantS8Test, SelectsTheRequestedPath) {
   ZT_EXPECT_REF_PORTABLE_NEON_SELECTED(requantize_s32_s8, GetParam());
   ZT_EXPECT_REF_PORTABLE_NEON_SELECTED(update_weights_s8, GetParam());
+  ZT_EXPECT_REF_PORTABLE_NEON_SELECTED(requantize_max_s32_s8, GetParam());
+}
+
+// A data-parallel run requantises each rank's rows with the maximum over every rank's rows: the
+// pieces, each with the whole tensor's maximum, give the whole tensor's bits and shift.
+TEST_P(QuantS8Test, RequantizeInPiecesWithTheWholeMaximumIsTheWhole) {
+  const auto rq = select_requantize_s32_s8(GetParam());
+  const auto rq_max = select_requantize_max_s32_s8(GetParam());
+  for (std::size_t n : kSizes) {
+    for (int bits : {3, 8, 20, 32}) {
+      const auto x = random_s32(n, 7000 * n + bits, bits);
+      std::vector<std::int8_t> whole(n), pieces(n + kGuardTail, kGuardS8);
+      const int s_whole = rq(x.data(), n, whole.data());
+      const std::uint32_t mx = max_abs_s32(x.data(), n);
+      for (std::size_t cut : {std::size_t{0}, n / 3, n / 2, n}) {
+        EXPECT_EQ(rq_max(x.data(), cut, mx, pieces.data()), s_whole) << "n=" << n;
+        EXPECT_EQ(rq_max(x.data() + cut, n - cut, mx, pieces.data() + cut), s_whole) << "n=" << n;
+        EXPECT_TRUE(std::equal(whole.begin(), whole.end(), pieces.begin()))
+            << "n=" << n << " bits=" << bits << " cut=" << cut;
+        for (std::size_t g = 0; g < kGuardTail; ++g) ASSERT_EQ(pieces[n + g], kGuardS8);
+      }
+    }
+  }
 }
 
 struct RequantCase {

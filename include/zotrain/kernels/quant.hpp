@@ -81,6 +81,18 @@ int requantize_s32_s8_ref(const std::int32_t* x, std::size_t n, std::int8_t* y);
 int requantize_s32_s8_portable(const std::int32_t* x, std::size_t n, std::int8_t* y);
 int requantize_s32_s8_neon(const std::int32_t* x, std::size_t n, std::int8_t* y);  // ARM builds
 RequantizeS32S8Fn select_requantize_s32_s8(Isa isa);  // kNeon, kNeonDot → _neon where built
+// The same with the maximum given instead of found: max_abs ≥ max|x[i]|, e.g. a batch's maximum
+// over the rows every rank of a data-parallel run holds (zt::Ranks); s = max(0,
+// bitlen(max_abs) − 7). requantize_s32_s8 is this with max_abs = max_abs_s32(x, n).
+using RequantizeMaxS32S8Fn = int (*)(const std::int32_t* x, std::size_t n, std::uint32_t max_abs,
+                                     std::int8_t* y);
+int requantize_max_s32_s8_ref(const std::int32_t* x, std::size_t n, std::uint32_t max_abs,
+                              std::int8_t* y);
+int requantize_max_s32_s8_portable(const std::int32_t* x, std::size_t n, std::uint32_t max_abs,
+                                   std::int8_t* y);
+int requantize_max_s32_s8_neon(const std::int32_t* x, std::size_t n, std::uint32_t max_abs,
+                               std::int8_t* y);  // ARM builds
+RequantizeMaxS32S8Fn select_requantize_max_s32_s8(Isa isa);
 
 // b-bit weight update (docs/design.md §5.5) of int8 weights w [n] by an int32 gradient g [n]:
 // b = bitlen(max|g|); if b = 0 nothing changes; s = b − bits; ĝ = g if s < 1, else

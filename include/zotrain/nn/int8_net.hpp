@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "zotrain/core/ranks.hpp"
 #include "zotrain/core/shape.hpp"
 #include "zotrain/kernels/batchnorm_s8.hpp"
 #include "zotrain/kernels/conv2d_s8.hpp"
@@ -79,8 +80,12 @@ class Int8Net {
 
   // Forward of layer i on a batch: x [B, in] with exponent ex → y [B, out]; returns y's
   // exponent. Matmul layers go through acc [B, out] int32 and requantise (docs/design.md §5.1).
+  // `ranks`: the B rows are this rank's share of a batch spread over the ranks of a
+  // data-parallel run (docs/design.md §15); a matmul requantises with the maximum over every
+  // rank's rows, so each rank's rows get the bits a single process gives them. Not for
+  // normalised PointLinear layers (their statistics are the whole batch's).
   int forward(int i, int batch, const std::int8_t* x, int ex, std::int8_t* y, std::int32_t* acc,
-              void* scratch) const;
+              void* scratch, Ranks* ranks = nullptr) const;
   // The int32 product of PointLinear layer i for any rows x [rows, K] → acc [rows, M], without
   // requantising (lets a trainer stream chunks of points; each row is what forward() forms).
   void point_product(int i, std::size_t rows, const std::int8_t* x, std::int32_t* acc) const;
@@ -120,6 +125,7 @@ class Int8Net {
   kernels::Conv2dBackwardInputS8Fn conv_bwd_in_;
   kernels::Conv2dBackwardWeightsS8Fn conv_bwd_w_;
   kernels::RequantizeS32S8Fn requantize_;
+  kernels::RequantizeMaxS32S8Fn requantize_max_;
   kernels::UpdateWeightsS8Fn update_;
   kernels::ReluForwardS8Fn relu_fwd_;
   kernels::ReluBackwardS8Fn relu_bwd_;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "zotrain/config/config.hpp"
+#include "zotrain/core/ranks.hpp"
 #include "zotrain/kernels/isa.hpp"
 #include "zotrain/telemetry/memory.hpp"
 #include "zotrain/telemetry/phases.hpp"
@@ -104,6 +105,9 @@ class Engine {
   virtual std::size_t forward_macs_per_sample() const = 0;
   virtual std::size_t input_floats() const = 0;  // per sample
   virtual std::vector<LayerRow> layers() const = 0;
+  // Data-parallel: the layers a training probe runs on this rank's rows only (0: every layer
+  // on every rank; always 0 with one rank).
+  virtual int sharded_layers() const = 0;
   virtual telemetry::PaperMemory paper_memory() const = 0;
   virtual std::size_t planned_bytes() const = 0;  // trainer's buffers + parameters + batch
   virtual std::vector<std::pair<std::string, std::size_t>> planned_buffers() const = 0;
@@ -131,10 +135,14 @@ class Engine {
 };
 
 // `isa`: the kernel path of the trainer (a run takes the best one; the bench also times others).
+// `ranks`: a data-parallel run's (docs/design.md §15; null: one process); throws zt::Error when
+// the config cannot be spread over them.
 std::unique_ptr<Engine> make_fp32_engine(const config::ExperimentConfig& cfg, int batch,
-                                         int threads, kernels::Isa isa = kernels::best_isa());
+                                         int threads, kernels::Isa isa = kernels::best_isa(),
+                                         Ranks* ranks = nullptr);
 std::unique_ptr<Engine> make_int8_engine(const config::ExperimentConfig& cfg, int batch,
-                                         int threads, kernels::Isa isa = kernels::best_isa());
+                                         int threads, kernels::Isa isa = kernels::best_isa(),
+                                         Ranks* ranks = nullptr);
 
 // Shared by the engines: a tensor of a checkpoint, checked by name, dtype and shape (every
 // dimension, not only the element count) and by value: F32 finite, I8 in [−127, 127]. Throws

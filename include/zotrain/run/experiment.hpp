@@ -6,6 +6,7 @@
 #include <string>
 
 #include "zotrain/config/config.hpp"
+#include "zotrain/core/ranks.hpp"
 
 namespace zt::run {
 
@@ -27,6 +28,9 @@ struct RunRequest {
   std::string command_line;  // as typed (recorded in summary.json)
   bool quiet = false;       // no plan/summary tables on stdout (tests; the CLI's -q quiets
                             // only stderr: results stay on stdout)
+  // A data-parallel run's ranks (mpirun; docs/design.md §15): one model trained by all of them,
+  // rank 0 writing the run directory. Null: one process.
+  Ranks* ranks = nullptr;
 };
 
 // OpenMP's thread count for what follows: `requested`, or every core when 0 (train.threads

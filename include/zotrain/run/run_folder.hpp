@@ -32,8 +32,11 @@ class RunFolder {
   enum class Mode { kFresh, kOverwrite, kResume, kDryRun };
 
   // `dir` empty: the first free numbered directory under `numbered_base` (e.g. runs/quickstart),
-  // chosen when claim() runs.
-  RunFolder(std::string dir, std::string numbered_base, Mode mode);
+  // chosen when claim() runs. `writer` false: a rank other than 0 of a data-parallel run
+  // (docs/design.md §15), which reads the directory (--resume) but never writes or locks it:
+  // check() only reads for a resume, claim() and every write do nothing.
+  RunFolder(std::string dir, std::string numbered_base, Mode mode, bool writer = true);
+  bool writes() const { return writer_; }
   ~RunFolder();  // releases the lock
   RunFolder(const RunFolder&) = delete;
   RunFolder& operator=(const RunFolder&) = delete;
@@ -65,6 +68,7 @@ class RunFolder {
  private:
   std::string dir_, base_;
   Mode mode_;
+  bool writer_ = true;
   int lock_fd_ = -1;
   std::string checkpoint_seen_;  // check(): the checkpoint's identity (empty: none)
 };

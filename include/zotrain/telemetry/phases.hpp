@@ -6,7 +6,9 @@
 
 namespace zt::telemetry {
 
-enum class Phase { kForward, kZoPerturb, kZoUpdate, kBackward, kLoss, kData, kEval, kCount };
+// kMpi: time inside the collectives of a data-parallel run (docs/design.md §15), carved out of
+// the phase it happened in; 0 for one process.
+enum class Phase { kForward, kZoPerturb, kZoUpdate, kBackward, kLoss, kData, kEval, kMpi, kCount };
 inline constexpr int kNumPhases = static_cast<int>(Phase::kCount);
 
 // Key used in JSON ("forward", "zo_perturb", ...) and the display label ("ZO Perturb").

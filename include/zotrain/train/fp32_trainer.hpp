@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "zotrain/core/arena.hpp"
+#include "zotrain/core/ranks.hpp"
 #include "zotrain/kernels/perturb.hpp"
 #include "zotrain/nn/model.hpp"
 #include "zotrain/telemetry/phases.hpp"
@@ -87,6 +88,10 @@ struct Fp32TrainerOptions {
   // Lean plan: points per chunk, 0 = automatic; otherwise a multiple of
   // nn::BatchNorm::kStatRowBlock (32) or at least N.
   int chunk_points = 0;
+  // A data-parallel run's ranks (docs/design.md §15; null: one process). Every rank holds the
+  // whole batch; the ZO probes run layers [0, shard_until()) on this rank's chunks of it and
+  // gather the rows of their output, the rest runs on every rank: the same bits as one process.
+  Ranks* ranks = nullptr;
 };
 
 struct StepStats {
@@ -137,6 +142,11 @@ class Fp32Trainer {
   // Whether the lean plan applies to this model and partition, and its points per chunk.
   bool lean() const { return plan_.lean; }
   int chunk_points() const { return plan_.chunk_points; }
+  // Data-parallel: the layers a probe runs on this rank's rows only (0: none; the whole model
+  // for Full ZO, the ZO layers before the backprop segment otherwise). 0 with one rank, node
+  // perturbation, BatchNorm in those layers (its statistics are the whole batch's) or the lean
+  // plan's streamed stack.
+  int shard_until() const { return shard_until_; }
   // Gradients of the BP parameters from the last step (bp_params() floats; null if C = L).
   const float* grad() const { return plan_.grad(); }
 
@@ -147,7 +157,10 @@ class Fp32Trainer {
   void set_adam_t(std::int64_t t) { optimizer_.set_steps(t); }
 
  private:
-  const float* forward(const float* x, int n, int set);  // returns the logits
+  // Returns the logits. shard: a training probe, spread over the ranks (shard_until()).
+  const float* forward(const float* x, int n, int set, bool shard = false);
+  // Chunks [c0, c1) of the batch through layers [l0, l1) (one OpenMP fork over the chunks).
+  void forward_chunks(const float* x, int n, int set, int c0, int c1, int l0, int l1);
   void backward(int n, int set, const float* dlogits);
   // The `seed` a perturbation of query i is drawn with: the step seed, or with PeZO's stream
   // offsets the run-wide perturbation number step_number·q + i.
@@ -169,6 +182,9 @@ class Fp32Trainer {
   std::unique_ptr<ZoEstimator> estimator_;
   const float* input_ = nullptr;  // the batch of the last forward pass (layer 0's input)
   std::uint64_t step_number_ = 0;
+  Ranks* ranks_ = nullptr;
+  int shard_until_ = 0;
+  std::vector<int> shard_begin_;  // rank r's rows of the batch: [begin[r], begin[r + 1])
   class ZoStep;  // the ZoExecutor of one step (fp32_step.cpp)
 };
 

@@ -37,8 +37,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "zotrain/core/arena.hpp"
+#include "zotrain/core/ranks.hpp"
 #include "zotrain/kernels/perturb_s8.hpp"
 #include "zotrain/nn/int8_net.hpp"
 #include "zotrain/telemetry/phases.hpp"
@@ -48,6 +50,10 @@
 #include "zotrain/train/int8_point_stack.hpp"
 
 namespace zt::train {
+
+// Data-parallel runs deal out a batch in rows of this many samples (int8 layers need no more:
+// given the batch's maximum, every row's requantisation is its own).
+inline constexpr int kShardChunk = 1;
 
 struct Int8TrainerOptions {
   int partition = 0;   // C in [0, L]
@@ -64,6 +70,11 @@ struct Int8TrainerOptions {
   // zo.cache_direction: a query's z drawn once into a buffer of 1 byte per ZO weight and read
   // back by the other probe and the update (the same bits as regenerating it).
   bool cache_direction = false;
+  // A data-parallel run's ranks (docs/design.md §15; null: one process). Every rank holds the
+  // whole batch; the probes run layers [0, shard_until()) on this rank's rows (requantised with
+  // the maximum over every rank's rows) and gather the rows of their output: the same bits as
+  // one process.
+  Ranks* ranks = nullptr;
 };
 
 // Per-epoch integer hyperparameters (docs/design.md §6; the caller converts p_zero to the
@@ -130,6 +141,10 @@ class Int8Trainer {
   Int8Logits infer(const std::int8_t* x, int exponent, int n);
 
   const Int8TrainerOptions& options() const { return opt_; }
+  // Data-parallel: the layers a probe runs on this rank's rows only (0: none; the whole network
+  // for Full ZO, the ZO layers before the backprop segment otherwise). 0 with one rank, node
+  // perturbation, or a normalised or streamed per-point layer among them.
+  int shard_until() const { return shard_until_; }
   int segment_start() const { return plan_.seg; }
   int layers() const { return net_.size(); }
   std::size_t zo_weights() const { return zo_weights_; }
@@ -142,7 +157,9 @@ class Int8Trainer {
   std::array<std::int64_t, telemetry::kNumPhases> take_phase_ns();
 
  private:
-  void forward(int n, int from = 0);  // layers from..L−1 (from input_ at 0); sets last_exp_
+  // Layers from..L−1 (from input_ at 0); sets last_exp_. shard: a training probe, spread over
+  // the ranks (shard_until()).
+  void forward(int n, int from = 0, bool shard = false);
   const std::int8_t* last_logits() const { return act(net_.size() - 1); }
   const std::int8_t* act(int i) const;  // output of layer i (i = −1: the quantised input)
   std::int8_t* act(int i);
@@ -160,7 +177,10 @@ class Int8Trainer {
   std::int8_t* plus_logits_ = nullptr;
   int plus_exp_ = 0, last_exp_ = 0;
   std::array<std::int64_t, telemetry::kNumPhases> ns_{};
-  bool capture_ = false;  // the pass keeps the node blocks' inputs and outputs
+  bool capture_ = false;
+  Ranks* ranks_ = nullptr;
+  int shard_until_ = 0;
+  std::vector<int> shard_begin_;  // rank r's rows of the batch: [begin[r], begin[r + 1])  // the pass keeps the node blocks' inputs and outputs
 };
 
 }  // namespace zt::train

@@ -79,6 +79,11 @@ int requantize_s32_s8_portable(const std::int32_t* x, std::size_t n, std::int8_t
   return quant_detail::requantize<max_abs_span, round_shift_span>(x, n, y);
 }
 
+int requantize_max_s32_s8_portable(const std::int32_t* x, std::size_t n, std::uint32_t max_abs,
+                                   std::int8_t* y) {
+  return quant_detail::requantize_max<round_shift_span>(x, n, max_abs, y);
+}
+
 int update_weights_s8_portable(std::int8_t* w, const std::int32_t* g, std::size_t n, int bits) {
   return quant_detail::update_weights<max_abs_span, subtract_span, psto_subtract_span>(w, g, n, bits);
 }
@@ -116,6 +121,7 @@ void quantize_pixels_s8(const std::uint8_t* p, std::size_t n, const PixelQuant& 
 }
 
 ZT_DEFINE_SELECT(RequantizeS32S8Fn, requantize_s32_s8)
+ZT_DEFINE_SELECT(RequantizeMaxS32S8Fn, requantize_max_s32_s8)
 ZT_DEFINE_SELECT(UpdateWeightsS8Fn, update_weights_s8)
 
 }  // namespace zt::kernels

@@ -33,13 +33,19 @@ std::uint32_t max_abs(const std::int32_t* x, std::size_t n) {
   return mx;
 }
 
-// requantize_s32_s8 (quant.hpp).
-template <auto kMaxAbsSpan, auto kRoundShiftSpan>
-int requantize(const std::int32_t* x, std::size_t n, std::int8_t* y) {
-  const int b = bitlen(max_abs<kMaxAbsSpan>(x, n));
+// requantize_max_s32_s8 (quant.hpp).
+template <auto kRoundShiftSpan>
+int requantize_max(const std::int32_t* x, std::size_t n, std::uint32_t mx, std::int8_t* y) {
+  const int b = bitlen(mx);
   const int s = b > kInt8Bits ? b - kInt8Bits : 0;
   Chunks::for_each(n, [&](std::size_t b0, std::size_t len) { kRoundShiftSpan(x + b0, len, s, y + b0); });
   return s;
+}
+
+// requantize_s32_s8 (quant.hpp).
+template <auto kMaxAbsSpan, auto kRoundShiftSpan>
+int requantize(const std::int32_t* x, std::size_t n, std::int8_t* y) {
+  return requantize_max<kRoundShiftSpan>(x, n, max_abs<kMaxAbsSpan>(x, n), y);
 }
 
 // update_weights_s8 (quant.hpp).

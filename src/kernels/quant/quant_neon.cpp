@@ -141,6 +141,11 @@ int requantize_s32_s8_neon(const std::int32_t* x, std::size_t n, std::int8_t* y)
   return quant_detail::requantize<max_abs_span, round_shift_span>(x, n, y);
 }
 
+int requantize_max_s32_s8_neon(const std::int32_t* x, std::size_t n, std::uint32_t max_abs,
+                               std::int8_t* y) {
+  return quant_detail::requantize_max<round_shift_span>(x, n, max_abs, y);
+}
+
 int update_weights_s8_neon(std::int8_t* w, const std::int32_t* g, std::size_t n, int bits) {
   return quant_detail::update_weights<max_abs_span, subtract_span, psto_subtract_span>(w, g, n, bits);
 }

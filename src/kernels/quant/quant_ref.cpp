@@ -7,16 +7,21 @@
 
 namespace zt::kernels {
 
+int requantize_max_s32_s8_ref(const std::int32_t* x, std::size_t n, std::uint32_t max_abs,
+                              std::int8_t* y) {
+  const int b = bitlen(max_abs);
+  const int s = b > kInt8Bits ? b - kInt8Bits : 0;
+  for (std::size_t i = 0; i < n; ++i) y[i] = clamp_s8(round_shift(x[i], s));
+  return s;
+}
+
 int requantize_s32_s8_ref(const std::int32_t* x, std::size_t n, std::int8_t* y) {
   std::uint32_t mx = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint32_t m = magnitude(x[i]);
     if (m > mx) mx = m;
   }
-  const int b = bitlen(mx);
-  const int s = b > kInt8Bits ? b - kInt8Bits : 0;
-  for (std::size_t i = 0; i < n; ++i) y[i] = clamp_s8(round_shift(x[i], s));
-  return s;
+  return requantize_max_s32_s8_ref(x, n, mx, y);
 }
 
 int update_weights_s8_ref(std::int8_t* w, const std::int32_t* g, std::size_t n, int bits) {
