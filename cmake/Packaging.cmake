@@ -48,6 +48,11 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE ${ZT_DEB_ARCH})
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # zotrain_<version>_<arch>.deb
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+# Built with MPI: libmpi comes in through Depends (libopenmpi3); mpirun, to start a run over several
+# processes or boards (docs/guide/several-boards.md), is recommended.
+if(ZT_HAVE_MPI)
+  set(CPACK_DEBIAN_PACKAGE_RECOMMENDS openmpi-bin)
+endif()
 set(CPACK_STRIP_FILES ON)               # CMAKE_STRIP: the target's strip when cross-compiling
 if(ZT_DEB_SHLIBS_FILE)
   # Read when cpack runs (the binary exists then): its NEEDED sonames mapped through the shlibs file.

@@ -1,6 +1,6 @@
 # Builds the .deb of a build directory with cpack and checks it (ctest package.deb):
 #   cmake -DBIN=<build dir> -DCPACK=<cpack> -DVERSION=<x.y.z> -DARCH=<deb arch>
-#         -DMACHINE=<readelf -h Machine> -DREADELF=<readelf> -P check_deb.cmake
+#         -DMACHINE=<readelf -h Machine> -DREADELF=<readelf> [-DMPI=ON] -P check_deb.cmake
 # Control fields: Package, Version, Architecture, and a Depends naming every run-time library
 # package; contents: the binary (for the right machine, without a RUNPATH into the build
 # machine), the man page, the example configs and the data subset.
@@ -33,6 +33,10 @@ string(STRIP "${depends}" depends)
 foreach(pkg libc6 libgcc-s1 libstdc\\+\\+6 libgomp1 libhdf5-103-1 zlib1g libfmt9 libspdlog1\\.10)
   check("Depends" "${depends}" "[ ,]${pkg}([ ,]|-fmt9|$)")
 endforeach()
+if(MPI)  # built with MPI: libmpi's package, and mpirun recommended
+  check("Depends" "${depends}" "[ ,]libopenmpi3([ ,]|$)")
+  check("Recommends" "${control}" "(^|\n)Recommends: openmpi-bin\n")
+endif()
 
 execute_process(COMMAND dpkg-deb -c ${deb} OUTPUT_VARIABLE contents RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)

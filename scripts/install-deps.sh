@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs zotrain's build dependencies from Debian 12 packages (idempotent).
 #   scripts/install-deps.sh            host build: compiler, CMake, CLI11, spdlog/fmt,
-#                                      nlohmann-json, GoogleTest, OpenMP, zlib, HDF5; clang and
+#                                      nlohmann-json, GoogleTest, OpenMP, zlib, HDF5, Open MPI; clang and
 #                                      its sanitizer run-times for the sanitizer builds
 #   scripts/install-deps.sh --cross    also what the whole test suite needs: the aarch64 and armhf
 #                                      cross compilers, qemu-user and mmdebstrap, the arm64 and
@@ -30,10 +30,11 @@ done
 # python3-matplotlib: the figures of scripts/reproduce/. clang, libclang-rt-dev (the sanitizer
 # run-times, only recommended by clang), llvm (llvm-symbolizer, for the reports' stack traces) and
 # libomp-dev (LLVM's OpenMP, with the Archer tool): the sanitizer stages of scripts/test.sh.
-# strace: the kills tests/cli/kill_resume.sh aims at a checkpoint write.
+# strace: the kills tests/cli/kill_resume.sh aims at a checkpoint write. libopenmpi-dev and
+# openmpi-bin (mpirun): data-parallel runs over several processes or boards (docs/design.md §15).
 host_pkgs=(build-essential cmake ninja-build pkg-config libcli11-dev libspdlog-dev libfmt-dev
            nlohmann-json3-dev libgtest-dev zlib1g-dev libomp-dev libhdf5-dev dpkg-dev file jq
-           parallel python3-matplotlib clang libclang-rt-dev llvm strace)
+           parallel python3-matplotlib clang libclang-rt-dev llvm strace libopenmpi-dev openmpi-bin)
 # The target libraries are not here: they go into the sysroots (scripts/make-sysroot.sh).
 cross_pkgs=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user mmdebstrap)
 # The checkpoint round trip with PyTorch (tests/python/torch_interop.py; also bench/'s reference);

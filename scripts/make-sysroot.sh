@@ -52,9 +52,10 @@ done
 
 root="${ZT_CROSS_ROOT:-/opt/zotrain-cross}/${arch}"
 # What the cross build finds in the sysroot (CMakeLists.txt's find_package calls) and what the
-# tests load at run time; apt adds every dependency.
+# tests load at run time; apt adds every dependency. libopenmpi-dev: data-parallel runs
+# (docs/design.md §15); the binary links libmpi, and mpirun on the board comes from openmpi-bin.
 packages=(libc6 libstdc++6 libgomp1 zlib1g-dev libfmt-dev libspdlog-dev libgtest-dev libhdf5-dev
-          libcli11-dev nlohmann-json3-dev)
+          libcli11-dev nlohmann-json3-dev libopenmpi-dev)
 
 # ---- package sources -------------------------------------------------------------------------
 # The host's release and its -updates and -security suites, at the host's mirror URIs: what

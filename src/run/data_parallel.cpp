@@ -28,8 +28,14 @@ void carve_mpi_time(telemetry::PhaseTimes& times, std::int64_t ns) {
   times.add(telemetry::Phase::kMpi, s);
 }
 
-nlohmann::json parallel_json(const Ranks& ranks, int shard_until, int layers,
+nlohmann::json parallel_json(const Ranks& ranks, int shard_until, const std::vector<LayerRow>& layers,
                              const ExchangeStats& stats, std::int64_t steps) {
+  // The share of a forward pass's multiply-accumulates in the sharded layers: what N ranks divide.
+  double sharded_macs = 0, macs = 0;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    macs += static_cast<double>(layers[i].macs);
+    if (static_cast<int>(i) < shard_until) sharded_macs += static_cast<double>(layers[i].macs);
+  }
   nlohmann::json per_step = nlohmann::json::object(), calls = nlohmann::json::object();
   const double n = steps > 0 ? static_cast<double>(steps) : 1.0;
   double total = 0;
@@ -42,7 +48,8 @@ nlohmann::json parallel_json(const Ranks& ranks, int shard_until, int layers,
   }
   per_step["total"] = total;
   return {{"ranks", ranks.size()},
-          {"rank_layers", {{"sharded", shard_until}, {"of", layers}}},
+          {"rank_layers", {{"sharded", shard_until}, {"of", layers.size()}}},
+          {"sharded_forward_macs_share", macs > 0 ? sharded_macs / macs : 0.0},
           {"bytes_received_per_step", per_step},
           {"collectives_per_step", calls},
           {"mpi_seconds", static_cast<double>(stats.ns) * 1e-9}};

@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "zotrain/config/config.hpp"
 #include "zotrain/core/ranks.hpp"
+#include "zotrain/run/engine.hpp"
 #include "zotrain/telemetry/phases.hpp"
 
 namespace zt::run {
@@ -19,12 +21,13 @@ void check_data_parallel(const config::ExperimentConfig& cfg, const Ranks& ranks
                          int rows_per_share);
 
 // The collectives of a step happen inside its forward passes: their time `ns` moves from
-// Forward to MPI.
+// Forward to MPI. (The per-step agreement between steps is timed as MPI where it happens.)
 void carve_mpi_time(telemetry::PhaseTimes& times, std::int64_t ns);
 
-// summary.json's "parallel": ranks, the layers sharded, and per step the bytes this rank
-// received and the collectives it took part in, by kind (ExchangeStats of `steps` steps).
-nlohmann::json parallel_json(const Ranks& ranks, int shard_until, int layers,
+// summary.json's "parallel": ranks, the layers sharded (of `layers`, with the share of a forward
+// pass's multiply-accumulates they hold), and per step the bytes this rank received and the
+// collectives it took part in, by kind (ExchangeStats of `steps` steps).
+nlohmann::json parallel_json(const Ranks& ranks, int shard_until, const std::vector<LayerRow>& layers,
                              const ExchangeStats& stats, std::int64_t steps);
 
 }  // namespace zt::run

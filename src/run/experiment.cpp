@@ -201,8 +201,7 @@ int run_experiment(const RunRequest& req) {
     const std::int64_t first_step = st.global_step;
     r = train_loop(effective, *engine, rd, folder, rep, st, ranks);
     if (!ranks.single())
-      plan["parallel"] = parallel_json(ranks, engine->sharded_layers(),
-                                       static_cast<int>(engine->layers().size()),
+      plan["parallel"] = parallel_json(ranks, engine->sharded_layers(), engine->layers(),
                                        ranks.stats() - before, st.global_step - first_step);
     stop_signal = StopSignals::signal();
   }

@@ -113,7 +113,7 @@ class Fp32Engine final : public Engine {
       nn::Layer& l = model_->layer(i);
       std::size_t np = 0;
       for (auto* p : l.params()) np += p->size();
-      rows.push_back({l.name(), l.kind(), model_->output_shape(i).str(), np, i < seg});
+      rows.push_back({l.name(), l.kind(), model_->output_shape(i).str(), np, i < seg, l.forward_macs()});
     }
     return rows;
   }

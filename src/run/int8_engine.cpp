@@ -47,6 +47,7 @@ class Int8Engine final : public Engine {
       : cfg_(cfg), ranks_(ranks != nullptr ? *ranks : single_rank()), batch_(batch), fp32_(nn::make_model(cfg.model.arch, kernels::Isa::kReference, static_cast<int>(cfg.data.points))) {
     net_ = nn::make_int8_net(*fp32_, isa, cfg.int8.batchnorm);
     macs_ = fp32_->forward_macs_per_sample();
+    for (int i = 0; i < fp32_->size(); ++i) layer_macs_.push_back(fp32_->layer(i).forward_macs());
     for (const auto& list : {fp32_->params(), fp32_->buffers()})
       for (const nn::ParamTensor* p : list) fp32_names_.push_back(p->name);
     fp32_.reset();  // only its layer sequence (and its tensors' names) was needed
@@ -95,8 +96,10 @@ class Int8Engine final : public Engine {
     const int seg = net.bp_segment_start(c_);
     for (int i = 0; i < net.size(); ++i) {
       const nn::LayerInfo& l = net.layers[static_cast<std::size_t>(i)];
+      // The int8 network has the FP32 model's layer sequence (nn::make_int8_net).
+      const std::size_t macs = layer_macs_.size() == net.layers.size() ? layer_macs_[static_cast<std::size_t>(i)] : 0;
       rows.push_back({l.name, std::string(nn::op_name(l.desc.op)) + " (int8)", l.out.str(),
-                      l.params, i < seg});
+                      l.params, i < seg, macs});
     }
     return rows;
   }
@@ -149,6 +152,7 @@ class Int8Engine final : public Engine {
       telemetry::ScopedPhase t(times, telemetry::Phase::kData);
       n = load_input(batcher, index);
     }
+    mpi_ns_ = ranks_.stats().ns;  // the collectives between steps are not this step's
     EngineStep r;
     r.n = n;
     if (!layerwise_) {
@@ -329,7 +333,8 @@ class Int8Engine final : public Engine {
   config::ExperimentConfig cfg_;
   Ranks& ranks_;
   int batch_, c_ = 0;
-  std::int64_t mpi_ns_ = 0;  // the ranks' collective time at the last add_phase_times
+  std::vector<std::size_t> layer_macs_;  // the FP32 model's, per layer
+  std::int64_t mpi_ns_ = 0;  // the ranks' collective time at the step's start or last add_phase_times
   std::unique_ptr<nn::Model> fp32_;  // the layer sequence the int8 network mirrors
   std::vector<std::string> fp32_names_;  // its parameters and buffers (--init-from an FP32 file)
   std::size_t macs_ = 0;

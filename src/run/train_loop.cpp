@@ -134,10 +134,13 @@ class StepLog {
 struct Control {
   bool stop = false, checkpoint = false;
 };
-Control agree(Ranks& ranks, bool due) {
+// Its time is MPI time of the open epoch.
+Control agree(Ranks& ranks, bool due, telemetry::PhaseTimes& times) {
   const std::uint32_t mine =
       (StopSignals::signal() != 0 ? 2u : 0u) | (ranks.rank() == 0 && due ? 1u : 0u);
-  const std::uint32_t all = ranks.single() ? mine : ranks.max(mine, Exchange::kControl);
+  if (ranks.single()) return {mine >= 2, mine == 1};
+  ScopedPhase t(times, Phase::kMpi);
+  const std::uint32_t all = ranks.max(mine, Exchange::kControl);
   return {all >= 2, all == 1};
 }
 
@@ -185,7 +188,7 @@ LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunDa
     for (; st.step_in_epoch < per_epoch; ++st.step_in_epoch) {
       // By time, mid-epoch, the state after the previous step (the epoch's last step is
       // checkpointed below, after its record).
-      const Control next = agree(ranks, st.step_in_epoch > 0 && time_due());
+      const Control next = agree(ranks, st.step_in_epoch > 0 && time_due(), st.acc.times);
       if (next.stop) {
         r.interrupted = true;
         break;
@@ -251,7 +254,7 @@ LoopResult train_loop(const config::ExperimentConfig& cfg, Engine& engine, RunDa
     st.step_in_epoch = 0;
     const bool every = cfg.output.checkpoint_every > 0 &&
                        (st.epoch + 1) % cfg.output.checkpoint_every == 0;
-    if (st.epoch + 1 < epochs && (every || agree(ranks, time_due()).checkpoint)) {
+    if (st.epoch + 1 < epochs && (every || agree(ranks, time_due(), st.acc.times).checkpoint)) {
       RunState next = st;
       ++next.epoch;
       if (!save_checkpoint_if_finite(cfg, engine, folder, next, r)) break;

@@ -52,10 +52,13 @@ for f in "${work}"/*.sh; do
   esac
   echo "---- README line ${line}:"
   echo "${script}"
+  t0="$(date +%s%N)"
   # The session: the environment the blocks before exported, then this block, then its exports.
   if (cd "${work}" && bash -euo pipefail -c "source '${work}/session.env'; ${script}
 export -p > '${work}/session.env'"); then
     ran=$((ran + 1))
+    # The time per block: what a user copying it waits (the closing notes quote these).
+    echo "---- README line ${line}: done in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
   else
     echo "README line ${line}: the block failed" >&2
     failed=$((failed + 1))

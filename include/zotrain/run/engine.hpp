@@ -92,6 +92,7 @@ struct LayerRow {  // one line of the dry-run plan
   std::string name, kind, shape;
   std::size_t params = 0;
   bool zo = false;
+  std::size_t macs = 0;  // forward multiply-accumulates per sample
 };
 
 class Engine {
