@@ -216,19 +216,29 @@ def records(args, runs):
 
 # ---- reports ------------------------------------------------------------------------------
 
+def mean_sd(values):
+    """Mean and sample standard deviation (n − 1; 0 for one value) of the values."""
+    n = len(values)
+    mean = sum(values) / n
+    sd = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5 if n > 1 else 0.0
+    return mean, sd
+
+
 def cell_seeds(values, paper, digits=2):
-    """'a / b (paper, worst ±diff)' for a cell run with several seeds; the worst seed decides."""
+    """'mean ± sd (paper, mean − paper; worst seed − paper) [each seed]' for a cell run with
+    several seeds; one seed: as cell()."""
     done = [v for v in values if v is not None]
     if not values:
         return cell(None, paper, digits)
     if len(done) < 2:
         return cell(done[0] if done else None, paper, digits) + \
             (f" [{len(values) - len(done)} seed(s) not run]" if len(done) < len(values) else "")
-    text = " / ".join("–" if v is None else f"{v:.{digits}f}" for v in values)
+    mean, sd = mean_sd(done)
+    each = " / ".join("–" if v is None else f"{v:.{digits}f}" for v in values)
     if paper is None:
-        return f"{text} (paper –)"
-    worst = min(done) - paper
-    return f"{text} ({paper:.{digits}f}, worst {worst:+.{digits}f})"
+        return f"{mean:.{digits}f} ± {sd:.{digits}f} (paper –) [{each}]"
+    return (f"{mean:.{digits}f} ± {sd:.{digits}f} ({paper:.{digits}f}, {mean - paper:+.{digits}f}; "
+            f"worst {min(done) - paper:+.{digits}f}) [{each}]")
 
 
 def cell(ours, paper, digits=2):

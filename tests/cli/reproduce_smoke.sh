@@ -38,11 +38,12 @@ grep -q '^| INT8 | ZO-Feat-Cls2 |' "${out}/report/fig7.md" || fail "fig7.md"
 grep -q 'int8 speed-up over FP32' "${out}/report/fig7.md" || fail "fig7.md: no speed-up line"
 
 # A second seed: seed 1's runs are reused, only the 11 seed-2 LeNet-5 runs are new; each cell
-# lists both seeds and the worst difference, and the verdict line counts the cells.
+# gives the mean ± sd, the mean's and the worst seed's difference and both seeds, and the verdict
+# line counts the cells.
 "${r}/table1" "${common[@]}" --epochs 1 --set train.max_steps=2 --no-pointnet --seeds 1,2 \
   > "${out}.t1s" 2>&1 || fail "table1 --seeds: $(tail -5 "${out}.t1s")"
 grep -q "11 to run" "${out}.t1s" || fail "table1 --seeds 1,2: $(grep sweep: "${out}.t1s")"
-grep -q '^| Full ZO | [0-9.]* / [0-9.]* (89.80, worst [-+][0-9.]*) |' "${t1}" ||
+grep -q '^| Full ZO | [0-9.]* ± [0-9.]* (89.80, [-+][0-9.]*; worst [-+][0-9.]*) \[[0-9.]* / [0-9.]*\] |' "${t1}" ||
   fail "table1.md with two seeds: $(cat "${t1}")"
 grep -q "^[0-9]* of 11 LeNet-5 cells reach .* in [0-3] of 3 columns with every method run" "${t1}" ||
   fail "table1.md: no verdict line"
@@ -65,6 +66,16 @@ EOF
 t2="${out}/report/table2.md"
 grep -q '^| w/o fine-tuning | [0-9.]* (74.41, ' "${t2}" || fail "table2.md: $(cat "${t2}")"
 grep -q '^| ZO-Feat-Cls1 | ' "${t2}" || fail "table2.md has no ZO-Feat-Cls1 row"
+grep -q '^[0-9]* of 16 fine-tuned cells reach' "${t2}" || fail "table2.md: no verdict line"
+# Two seeds (seed 1's runs reused, seed 2 fine-tunes on another draw): mean ± sd per cell.
+"${r}/table2" "${common[@]}" --epochs 1 --seeds 1,2 > "${out}.t2s" 2>&1 ||
+  fail "table2 --seeds 1,2: $(tail -5 "${out}.t2s")"
+grep -q '^| w/o fine-tuning | [0-9.]* ± [0-9.]* (74.41, [-+][0-9.]*; worst [-+][0-9.]*) \[[0-9.]* / [0-9.]*\]' \
+  "${t2}" || fail "table2.md with two seeds: $(cat "${t2}")"
+[[ "$(ls -d "${out}"/runs/finetune-mnist-*-s2-from-* | wc -l)" -eq 16 ]] ||
+  fail "table2 --seeds 1,2: 16 seed-2 fine-tuning runs expected: $(ls "${out}/runs")"
+[[ "$(grep -c ',2,' "${out}/report/table2.csv")" -ge 20 ]] ||
+  fail "table2.csv: a row per seed expected: $(cat "${out}/report/table2.csv")"
 
 "${r}/fig4-6" "${common[@]}" --steps 2 > "${out}.f4" 2>&1 || fail "fig4-6: $(tail -5 "${out}.f4")"
 f4="${out}/report/fig4-6.md"
