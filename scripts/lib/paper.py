@@ -216,14 +216,6 @@ def records(args, runs):
 
 # ---- reports ------------------------------------------------------------------------------
 
-def mean_sd(values):
-    """Mean and sample standard deviation (n − 1; 0 for one value) of the values."""
-    n = len(values)
-    mean = sum(values) / n
-    sd = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5 if n > 1 else 0.0
-    return mean, sd
-
-
 def cell_seeds(values, paper, digits=2):
     """'mean ± sd (paper, mean − paper; worst seed − paper) [each seed]' for a cell run with
     several seeds; one seed: as cell()."""
@@ -233,7 +225,7 @@ def cell_seeds(values, paper, digits=2):
     if len(done) < 2:
         return cell(done[0] if done else None, paper, digits) + \
             (f" [{len(values) - len(done)} seed(s) not run]" if len(done) < len(values) else "")
-    mean, sd = mean_sd(done)
+    mean, sd, _ = zs.mean_sd(done)
     each = " / ".join("–" if v is None else f"{v:.{digits}f}" for v in values)
     if paper is None:
         return f"{mean:.{digits}f} ± {sd:.{digits}f} (paper –) [{each}]"
