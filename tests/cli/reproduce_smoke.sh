@@ -72,7 +72,7 @@ grep -q '^[0-9]* of 16 fine-tuned cells reach' "${t2}" || fail "table2.md: no ve
   fail "table2 --seeds 1,2: $(tail -5 "${out}.t2s")"
 grep -q '^| w/o fine-tuning | [0-9.]* ± [0-9.]* (74.41, [-+][0-9.]*; worst [-+][0-9.]*) \[[0-9.]* / [0-9.]*\]' \
   "${t2}" || fail "table2.md with two seeds: $(cat "${t2}")"
-[[ "$(ls -d "${out}"/runs/finetune-mnist-*-s2-from-* | wc -l)" -eq 16 ]] ||
+[[ "$(ls -d "${out}"/runs/finetune-mnist-*-s2-*from-* | wc -l)" -eq 16 ]] ||
   fail "table2 --seeds 1,2: 16 seed-2 fine-tuning runs expected: $(ls "${out}/runs")"
 [[ "$(grep -c ',2,' "${out}/report/table2.csv")" -ge 20 ]] ||
   fail "table2.csv: a row per seed expected: $(cat "${out}/report/table2.csv")"
