@@ -56,7 +56,7 @@ with tempfile.TemporaryDirectory() as d:
                                    s2.get("seed")) == ("mnist", "fp32", "full_zo", "2"), s2)
     check("other rows kept", merged.get("pointnet-synthetic-fp32-full_bp-e200", {})
           .get("test_accuracy") == "99.0", merged)
-    check("cell", "90.00 / 89.50 (89.80, worst -0.30)" in p.stdout, p.stdout)
+    check("cell", "89.75 ± 0.35 (89.80, -0.05; worst -0.30) [90.00 / 89.50]" in p.stdout, p.stdout)
     check("one seed only", "97.00 (97.34, -0.34) [1 seed(s) not run]" in p.stdout, p.stdout)
     check("verdict", "2 of 2 LeNet-5 cells reach" in p.stdout, p.stdout)
     p = subprocess.run([sys.executable, script, os.path.join(d, "missing.csv"), new],
